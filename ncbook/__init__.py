@@ -1,0 +1,18 @@
+"""ncbook: the geometry of neural collapse under class imbalance, as a tested package.
+
+Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
+:mod:`ncbook.metrics` (NC1-NC4, accuracies), :mod:`ncbook.losses`,
+:mod:`ncbook.reweighting`, :mod:`ncbook.margins`, :mod:`ncbook.contrastive`,
+:mod:`ncbook.dgp`, :mod:`ncbook.data`, :mod:`ncbook.models`, :mod:`ncbook.ufm`,
+:mod:`ncbook.train`, :mod:`ncbook.plotting` and :mod:`ncbook.exercises`.
+"""
+
+from .profiles import default_device
+from .profiles import profile
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "default_device",
+    "profile",
+]

@@ -1,0 +1,184 @@
+"""Simplex ETF and Gram-matrix utilities.
+
+Letters: ``C`` classes, ``d`` feature dimension, ``n`` rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.spatial import procrustes
+
+from .._validation import as_float64, check_matrix
+
+__all__ = ["simplex_etf", "etf_gram", "gram", "cosine_matrix", "frobenius_distance", "procrustes_r2"]
+
+
+def etf_gram(num_classes: int) -> np.ndarray:
+    r"""The Gram matrix of the unit-norm simplex ETF, :math:`\frac{C}{C-1}(I - \frac{1}{C}11^\top)`.
+
+    Parameters
+    ----------
+    num_classes : int
+        ``C >= 2``.
+
+    Returns
+    -------
+    ndarray of shape (C, C), float64: ones on the diagonal, ``-1/(C-1)`` elsewhere.
+
+    Raises
+    ------
+    ValueError
+        If ``num_classes < 2``.
+
+    References
+    ----------
+    Papyan, Han, Donoho, "Prevalence of neural collapse ...", PNAS 2020, Definition 1.
+    """
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 2:
+        raise ValueError(f"num_classes must be an integer >= 2; got {num_classes!r}.")
+    c = int(num_classes)
+    return (np.eye(c) - np.ones((c, c)) / c) * c / (c - 1)
+
+
+def simplex_etf(num_classes: int, dim: int | None = None, *, seed: int | None = None) -> np.ndarray:
+    r"""Rows of a unit-norm simplex equiangular tight frame.
+
+    Every row has norm 1 and every pair has cosine :math:`-1/(C-1)`.
+
+    Parameters
+    ----------
+    num_classes : int
+        ``C >= 2``.
+    dim : int, optional
+        Ambient dimension ``d >= C - 1``; defaults to ``C - 1``.
+    seed : int, optional
+        If given, the frame is rotated by a random orthogonal matrix drawn with
+        this seed; otherwise a fixed, deterministic orientation is returned.
+
+    Returns
+    -------
+    ndarray of shape (C, d), float64.
+
+    Raises
+    ------
+    ValueError
+        If ``C < 2`` or ``d < C - 1`` (a simplex ETF needs ``C - 1`` dimensions).
+
+    Examples
+    --------
+    >>> M = simplex_etf(3)
+    >>> M.shape
+    (3, 2)
+    >>> bool(np.allclose(M @ M.T, etf_gram(3)))
+    True
+    """
+    g = etf_gram(num_classes)
+    c = g.shape[0]
+    d = c - 1 if dim is None else dim
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < c - 1:
+        raise ValueError(f"dim must be an integer >= num_classes - 1 = {c - 1}; got {dim!r}.")
+    vals, vecs = np.linalg.eigh(g)
+    top = vecs[:, 1:] * np.sqrt(np.clip(vals[1:], 0, None))  # (C, C-1): drop the zero eigenvalue
+    out = np.zeros((c, int(d)))
+    out[:, : c - 1] = top
+    if seed is not None:
+        q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((int(d), int(d))))
+        out = out @ (q * np.sign(np.diag(r)))
+    return out
+
+
+def gram(x):
+    """Gram matrix ``x @ x.T`` of the rows of ``x``.
+
+    Parameters
+    ----------
+    x : Tensor or ndarray of shape (n, d)
+
+    Returns
+    -------
+    Same type as ``x``, shape (n, n).
+    """
+    check_matrix("x", x)
+    return x @ x.T
+
+
+def cosine_matrix(x, eps: float = 1e-12):
+    """Pairwise cosine similarities of the rows of ``x``.
+
+    Parameters
+    ----------
+    x : Tensor or ndarray of shape (n, d)
+    eps : float
+        Floor on the row norms (a zero row gives cosines of 0).
+
+    Returns
+    -------
+    Same type as ``x``, shape (n, n).
+    """
+    check_matrix("x", x)
+    if isinstance(x, torch.Tensor):
+        u = x / x.norm(dim=1, keepdim=True).clamp_min(eps)
+    else:
+        u = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), eps)
+    return u @ u.T
+
+
+def frobenius_distance(a, b):
+    r"""Scale-free Frobenius distance :math:`\| A/\|A\|_F - B/\|B\|_F \|_F`.
+
+    Parameters
+    ----------
+    a, b : Tensor or ndarray of the same shape
+
+    Returns
+    -------
+    float in ``[0, 2]`` (a 0-d tensor when ``a`` is a tensor, so autograd survives).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or either matrix is zero.
+    """
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"a and b must have the same shape; got {tuple(a.shape)} and {tuple(b.shape)}.")
+    if isinstance(a, torch.Tensor):
+        b = torch.as_tensor(b, dtype=a.dtype, device=a.device)
+        na, nb = a.norm(), b.norm()
+        if na.item() == 0 or nb.item() == 0:
+            raise ValueError("a and b must be non-zero matrices.")
+        return (a / na - b / nb).norm()
+    a, b = as_float64(a), as_float64(b)
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        raise ValueError("a and b must be non-zero matrices.")
+    return float(np.linalg.norm(a / na - b / nb))
+
+
+def procrustes_r2(x, y) -> float:
+    """Procrustes agreement ``1 - disparity`` of two point clouds (scipy).
+
+    Both are centred, scaled to unit Frobenius norm, and ``y`` is rotated or
+    reflected onto ``x``; the narrower one is padded with zero columns.
+
+    Parameters
+    ----------
+    x : array-like of shape (n, d1)
+    y : array-like of shape (n, d2)
+
+    Returns
+    -------
+    float in ``[0, 1]``; 1 when ``y`` is a similarity transform of ``x``.
+
+    References
+    ----------
+    Gower, "Generalized Procrustes analysis", Psychometrika 1975;
+    :func:`scipy.spatial.procrustes`.
+    """
+    x, y = as_float64(x), as_float64(y)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y must be 2-D with the same number of rows; got {x.shape} and {y.shape}.")
+    width = max(x.shape[1], y.shape[1])
+    x = np.pad(x, ((0, 0), (0, width - x.shape[1])))
+    y = np.pad(y, ((0, 0), (0, width - y.shape[1])))
+    return float(1.0 - procrustes(x, y)[2])
