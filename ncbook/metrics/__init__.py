@@ -5,4 +5,26 @@ Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension. Features are
 they work on any model's features; they never import models, losses or training code.
 """
 
-__all__: list[str] = []
+from ._accuracy import per_class_accuracy
+from ._accuracy import shot_accuracy
+from ._nc import NCAccumulator
+from ._nc import centered_means
+from ._nc import class_means
+from ._nc import nc1
+from ._nc import nc2
+from ._nc import nc3
+from ._nc import nc4
+from ._nc import neural_collapse
+
+__all__ = [
+    "NCAccumulator",
+    "centered_means",
+    "class_means",
+    "nc1",
+    "nc2",
+    "nc3",
+    "nc4",
+    "neural_collapse",
+    "per_class_accuracy",
+    "shot_accuracy",
+]

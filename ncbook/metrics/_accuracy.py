@@ -1,0 +1,73 @@
+"""Accuracies: per class, and many/medium/few-shot groups for long-tailed data.
+
+Letters: ``n`` samples, ``C`` classes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._validation import check_counts, check_labels
+
+__all__ = ["per_class_accuracy", "shot_accuracy"]
+
+
+def _preds(predictions) -> torch.Tensor:
+    p = torch.as_tensor(predictions).detach().cpu()
+    return p.argmax(1) if p.ndim == 2 else p.long()
+
+
+def per_class_accuracy(predictions, labels, num_classes: int | None = None) -> torch.Tensor:
+    """Accuracy of each class.
+
+    Parameters
+    ----------
+    predictions : Tensor of shape (n,) (class indices) or (n, C) (logits; argmax taken)
+    labels : int array-like of shape (n,)
+    num_classes : int, optional
+
+    Returns
+    -------
+    Tensor of shape (C,), float64; NaN for a class absent from ``labels``.
+    """
+    y = check_labels(labels, num_classes).cpu()
+    p = _preds(predictions)
+    if p.shape[0] != y.shape[0]:
+        raise ValueError(f"predictions and labels must have the same length; got {p.shape[0]} and {y.shape[0]}.")
+    c = int(y.max()) + 1 if num_classes is None else int(num_classes)
+    total = torch.bincount(y, minlength=c).double()
+    right = torch.bincount(y[p == y], minlength=c).double()
+    return torch.where(total > 0, right / total.clamp_min(1), torch.full_like(total, float("nan")))
+
+
+def shot_accuracy(predictions, labels, train_counts, *, many: int = 100, few: int = 20) -> dict:
+    """Mean per-class accuracy over many-, medium- and few-shot classes.
+
+    A class is *many-shot* with more than ``many`` training samples, *few-shot* with
+    fewer than ``few``, *medium* otherwise (the split of Liu et al. 2019 with the
+    CIFAR/ImageNet-LT defaults 100 and 20; scale them for small data sets).
+
+    Parameters
+    ----------
+    predictions : Tensor of shape (n,) or (n, C)
+    labels : int array-like of shape (n,)
+    train_counts : int array-like of shape (C,)
+        Training samples per class.
+    many, few : int
+        Thresholds, ``few <= many``.
+
+    Returns
+    -------
+    dict with float values ``overall`` (mean over classes), ``many``, ``medium``, ``few``
+    (NaN for an empty group).
+    """
+    counts = check_counts(train_counts, "train_counts")
+    if few > many:
+        raise ValueError(f"few must be <= many; got few={few}, many={many}.")
+    acc = per_class_accuracy(predictions, labels, len(counts)).numpy()
+    groups = {"many": counts > many, "medium": (counts <= many) & (counts >= few), "few": counts < few}
+    out = {"overall": float(np.nanmean(acc))}
+    for name, mask in groups.items():
+        out[name] = float(np.nanmean(acc[mask])) if mask.any() and not np.all(np.isnan(acc[mask])) else float("nan")
+    return out

@@ -1,0 +1,375 @@
+"""Neural-collapse metrics NC1-NC4 and a streaming accumulator.
+
+Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension. Features ``H`` are
+``(n, d)``, the classifier ``W`` is ``(C, d)`` (Papyan et al. write ``H`` as ``d x n``).
+Everything is computed in float64; metrics return Python floats (they are read, not
+differentiated).
+
+References
+----------
+Papyan, Han, Donoho, "Prevalence of neural collapse during the terminal phase of deep
+learning training", PNAS 2020 (NC1-NC4). Zhu et al., "A geometric analysis of neural
+collapse with unconstrained features", NeurIPS 2021, arXiv:2105.02375 (the NC3 variant
+on ``W M^T``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._validation import check_finite, check_in, check_labels, check_matrix
+
+__all__ = ["class_means", "nc1", "nc2", "nc3", "nc4", "neural_collapse", "NCAccumulator", "centered_means"]
+
+GLOBAL_MEANS = ("class", "sample")
+WITHINS = ("sample", "class")
+NC3_VARIANTS = ("papyan", "zhu")
+
+
+def _f64(x: Any) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x.detach().to(device="cpu", dtype=torch.float64)
+    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+def _features_labels(features, labels, num_classes):
+    check_matrix("features", features)
+    h = _f64(features)
+    check_finite("features", h)
+    y = check_labels(labels, num_classes).cpu()
+    if y.numel() != h.shape[0]:
+        raise ValueError(f"labels must have one entry per row of features; got {y.numel()} labels for {h.shape[0]} rows.")
+    c = int(y.max().item()) + 1 if num_classes is None else int(num_classes)
+    counts = torch.bincount(y, minlength=c)
+    if (counts == 0).any():
+        empty = torch.nonzero(counts == 0).flatten().tolist()
+        raise ValueError(f"every class needs at least one sample; classes {empty} have none. Pass features of all classes.")
+    return h, y, c, counts
+
+
+def _class_means(h, y, c, counts):
+    sums = torch.zeros(c, h.shape[1], dtype=torch.float64).index_add_(0, y, h)
+    return sums / counts[:, None]
+
+
+def class_means(features, labels, num_classes: int | None = None) -> torch.Tensor:
+    """Per-class means of the features.
+
+    Parameters
+    ----------
+    features : Tensor or ndarray of shape (n, d)
+    labels : Tensor or array-like of int of shape (n,)
+    num_classes : int, optional
+        ``C``; defaults to ``max(labels) + 1``.
+
+    Returns
+    -------
+    Tensor of shape (C, d), float64.
+
+    Raises
+    ------
+    ValueError
+        If shapes disagree, features hold NaN/inf, or a class has no sample.
+    """
+    h, y, c, counts = _features_labels(features, labels, num_classes)
+    return _class_means(h, y, c, counts)
+
+
+def _global_mean(means, h, global_mean):
+    return means.mean(0) if global_mean == "class" else h.mean(0)
+
+
+def centered_means(features, labels, num_classes: int | None = None, *, global_mean: str = "class") -> torch.Tensor:
+    """Class means minus the global mean, ``M_bar`` of shape (C, d), float64.
+
+    ``global_mean="class"`` subtracts the unweighted mean of class means (the
+    default: under imbalance the sample mean is pulled toward majority classes, and an
+    exact ETF would look uncollapsed); ``"sample"`` subtracts the sample mean.
+    """
+    check_in("global_mean", global_mean, GLOBAL_MEANS)
+    h, y, c, counts = _features_labels(features, labels, num_classes)
+    means = _class_means(h, y, c, counts)
+    return means - _global_mean(means, h, global_mean)
+
+
+def _within_cov(h, y, means, counts, within):
+    dev = h - means[y]  # (n, d)
+    if within == "sample":
+        return dev.T @ dev / h.shape[0]
+    scaled = dev / counts[y].sqrt()[:, None]  # each class weighted by 1/n_c, then averaged over C
+    return scaled.T @ scaled / means.shape[0]
+
+
+def _nc1_from(sigma_w, centred, rank_cap):
+    c = centred.shape[0]
+    sigma_b = centred.T @ centred / c
+    vals, vecs = torch.linalg.eigh(sigma_b)
+    tol = vals.max().clamp_min(0) * 1e-10
+    keep = torch.argsort(vals, descending=True)[:rank_cap]
+    keep = keep[vals[keep] > tol]
+    v = vecs[:, keep]
+    return float(((v.T @ sigma_w @ v).diagonal() / vals[keep]).sum() / c)
+
+
+def nc1(features, labels, num_classes: int | None = None, *, global_mean: str = "class", within: str = "sample") -> float:
+    r"""NC1, within-class variability relative to between-class spread.
+
+    .. math:: \mathrm{NC1} = \frac{1}{C}\operatorname{tr}(\Sigma_W \Sigma_B^{+}),\qquad
+              \Sigma_B = \frac{1}{C}\sum_c (\mu_c - \mu_G)(\mu_c - \mu_G)^\top .
+
+    The pseudo-inverse is taken in float64 and truncated to the rank the centring
+    allows (``C - 1`` for ``global_mean="class"``, ``C`` for ``"sample"``), dropping
+    round-off eigenvalues that would otherwise blow the metric up.
+
+    Parameters
+    ----------
+    features : Tensor or ndarray of shape (n, d)
+    labels : int array-like of shape (n,)
+    num_classes : int, optional
+    global_mean : {"class", "sample"}
+        ``mu_G`` as the unweighted mean of class means (default) or the sample mean.
+    within : {"sample", "class"}
+        ``Sigma_W`` pooled over samples (majority-dominated; the common code) or the
+        average of per-class covariances (each class counts once).
+
+    Returns
+    -------
+    float, ``>= 0``; exactly 0 when features equal their class means.
+
+    Raises
+    ------
+    ValueError
+        On shape mismatch, NaN features, an empty class, or an unknown option.
+
+    References
+    ----------
+    Papyan, Han, Donoho, PNAS 2020, Figure 6.
+    """
+    check_in("global_mean", global_mean, GLOBAL_MEANS)
+    check_in("within", within, WITHINS)
+    h, y, c, counts = _features_labels(features, labels, num_classes)
+    means = _class_means(h, y, c, counts)
+    centred = means - _global_mean(means, h, global_mean)
+    sigma_w = _within_cov(h, y, means, counts.double(), within)
+    return _nc1_from(sigma_w, centred, c - 1 if global_mean == "class" else c)
+
+
+def _simplex_target(c: int) -> torch.Tensor:
+    return (torch.eye(c, dtype=torch.float64) - 1.0 / c) / (c - 1) ** 0.5
+
+
+def nc2(x) -> float:
+    r"""NC2, distance of a Gram matrix to the simplex ETF's.
+
+    .. math:: \mathrm{NC2}(X) = \Big\| \frac{XX^\top}{\|XX^\top\|_F} - \frac{I - \frac1C 11^\top}{\sqrt{C-1}} \Big\|_F
+
+    Apply it to the classifier ``W`` or to the centred class means ``M_bar``.
+
+    Parameters
+    ----------
+    x : Tensor or ndarray of shape (C, d), ``C >= 2``
+
+    Returns
+    -------
+    float in ``[0, 2]``; 0 exactly at a (scaled, rotated) simplex ETF.
+
+    References
+    ----------
+    Papyan, Han, Donoho, PNAS 2020 (equinorm and equiangularity, here as one scale-free distance).
+    """
+    check_matrix("x", x)
+    x = _f64(x)
+    if x.shape[0] < 2:
+        raise ValueError(f"x must have at least 2 rows (classes); got shape {tuple(x.shape)}.")
+    check_finite("x", x)
+    g = x @ x.T
+    norm = g.norm()
+    if norm == 0:
+        raise ValueError("x must not be all zeros.")
+    return float((g / norm - _simplex_target(x.shape[0])).norm())
+
+
+def nc3(classifier, means, *, variant: str = "papyan") -> float:
+    r"""NC3, self-duality of classifier and centred class means.
+
+    ``variant="papyan"``: :math:`\| W/\|W\|_F - \bar M/\|\bar M\|_F \|_F`;
+    ``variant="zhu"``: :math:`\| W\bar M^\top/\|W\bar M^\top\|_F - (I - \frac1C 11^\top)/\sqrt{C-1} \|_F`.
+
+    Parameters
+    ----------
+    classifier : Tensor or ndarray of shape (C, d)
+    means : Tensor or ndarray of shape (C, d)
+        Centred class means (see :func:`centered_means`).
+    variant : {"papyan", "zhu"}
+
+    Returns
+    -------
+    float; 0 when ``W`` is a positive multiple of ``M_bar`` and both form a simplex ETF.
+
+    References
+    ----------
+    Papyan et al., PNAS 2020; Zhu et al., NeurIPS 2021, arXiv:2105.02375, Section 4.
+    """
+    check_in("variant", variant, NC3_VARIANTS)
+    check_matrix("classifier", classifier)
+    check_matrix("means", means, shape=tuple(classifier.shape))
+    w, m = _f64(classifier), _f64(means)
+    if variant == "papyan":
+        return float((w / w.norm() - m / m.norm()).norm())
+    p = w @ m.T
+    return float((p / p.norm() - _simplex_target(w.shape[0])).norm())
+
+
+def nc4(features, predictions, means) -> float:
+    """NC4, disagreement between the network and the nearest-class-mean rule.
+
+    Parameters
+    ----------
+    features : Tensor or ndarray of shape (n, d)
+    predictions : Tensor of shape (n,) (class indices) or (n, C) (logits; argmax taken)
+    means : Tensor or ndarray of shape (C, d)
+        Class means (uncentred) of the training features.
+
+    Returns
+    -------
+    float in ``[0, 1]``: fraction of samples where the two predictions differ.
+
+    References
+    ----------
+    Papyan et al., PNAS 2020, Figure 9.
+    """
+    check_matrix("features", features)
+    h, mu = _f64(features), _f64(means)
+    pred = torch.as_tensor(predictions)
+    if pred.ndim == 2:
+        pred = pred.argmax(1)
+    if pred.shape[0] != h.shape[0]:
+        raise ValueError(f"predictions must have one entry per row of features; got {pred.shape[0]} and {h.shape[0]}.")
+    ncc = torch.cdist(h, mu).argmin(1)
+    return float((ncc != pred.cpu()).double().mean())
+
+
+def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int | None = None,
+                    global_mean: str = "class", within: str = "sample") -> dict:
+    """All NC metrics at once.
+
+    Parameters
+    ----------
+    features : (n, d) penultimate features; labels : (n,) int; classifier : (C, d)
+    bias : (C,), optional, added to the logits for NC4.
+    global_mean, within : see :func:`nc1`.
+
+    Returns
+    -------
+    dict with float values ``nc1``, ``nc2_w`` (classifier), ``nc2_m`` (centred means),
+    ``nc3`` (Papyan), ``nc3_zhu``, ``nc4``.
+    """
+    check_matrix("classifier", classifier)
+    c = classifier.shape[0] if num_classes is None else num_classes
+    h, y, c, counts = _features_labels(features, labels, c)
+    means = _class_means(h, y, c, counts)
+    centred = means - _global_mean(means, h, check_in("global_mean", global_mean, GLOBAL_MEANS))
+    w = _f64(classifier)
+    logits = h @ w.T + (0 if bias is None else _f64(bias))
+    return {
+        "nc1": _nc1_from(_within_cov(h, y, means, counts.double(), check_in("within", within, WITHINS)),
+                         centred, c - 1 if global_mean == "class" else c),
+        "nc2_w": nc2(w),
+        "nc2_m": nc2(centred),
+        "nc3": nc3(w, centred, variant="papyan"),
+        "nc3_zhu": nc3(w, centred, variant="zhu"),
+        "nc4": nc4(h, logits, means),
+    }
+
+
+class NCAccumulator:
+    """Streaming NC metrics over batches, so features never need to fit in memory.
+
+    Two passes over the data: first :meth:`update_means` on every batch, then
+    :meth:`update_covariance` (and the NC4 count) on every batch, then :meth:`compute`.
+    State lives in float64 tensors and is saved by :meth:`state_dict`.
+
+    Parameters
+    ----------
+    num_classes : int
+    dim : int
+        Feature dimension ``d``.
+    within : {"sample", "class"}
+    global_mean : {"class", "sample"}
+
+    Examples
+    --------
+    >>> acc = NCAccumulator(3, 2)
+    >>> h = torch.tensor([[1., 0.], [0., 1.], [-1., -1.]]); y = torch.tensor([0, 1, 2])
+    >>> acc.update_means(h, y); acc.update_covariance(h, y, logits=h @ h.T)
+    >>> round(acc.compute(h)["nc1"], 12)
+    0.0
+    """
+
+    def __init__(self, num_classes: int, dim: int, *, within: str = "sample", global_mean: str = "class"):
+        self.num_classes, self.dim = int(num_classes), int(dim)
+        self.within = check_in("within", within, WITHINS)
+        self.global_mean = check_in("global_mean", global_mean, GLOBAL_MEANS)
+        self.sums = torch.zeros(self.num_classes, self.dim, dtype=torch.float64)
+        self.counts = torch.zeros(self.num_classes, dtype=torch.float64)
+        self.scatter = torch.zeros(self.num_classes if within == "class" else 1, self.dim, self.dim, dtype=torch.float64)
+        self.mismatches = torch.zeros((), dtype=torch.float64)
+        self.seen = torch.zeros((), dtype=torch.float64)
+
+    def update_means(self, features, labels) -> None:
+        """First pass: accumulate per-class sums and counts of a batch ``(b, d)``."""
+        h, y = _f64(features), check_labels(labels, self.num_classes).cpu()
+        check_finite("features", h)
+        self.sums.index_add_(0, y, h)
+        self.counts += torch.bincount(y, minlength=self.num_classes).double()
+
+    def means(self) -> torch.Tensor:
+        """Class means ``(C, d)`` after the first pass."""
+        if (self.counts == 0).any():
+            raise ValueError("every class needs at least one sample before means can be computed.")
+        return self.sums / self.counts[:, None]
+
+    def update_covariance(self, features, labels, logits=None) -> None:
+        """Second pass: accumulate within-class scatter and, given logits, the NC4 count."""
+        h, y = _f64(features), check_labels(labels, self.num_classes).cpu()
+        mu = self.means()
+        dev = h - mu[y]
+        if self.within == "sample":
+            self.scatter[0] += dev.T @ dev
+        else:
+            self.scatter.index_add_(0, y, dev[:, :, None] * dev[:, None, :])
+        if logits is not None:
+            pred = torch.as_tensor(logits).detach().cpu().argmax(1)
+            self.mismatches += (torch.cdist(h, mu).argmin(1) != pred).sum()
+            self.seen += h.shape[0]
+
+    def compute(self, classifier) -> dict:
+        """The metrics of :func:`neural_collapse` from the accumulated state."""
+        mu = self.means()
+        g = mu.mean(0) if self.global_mean == "class" else self.sums.sum(0) / self.counts.sum()
+        centred = mu - g
+        if self.within == "sample":
+            sigma_w = self.scatter[0] / self.counts.sum()
+        else:
+            sigma_w = (self.scatter / self.counts[:, None, None]).mean(0)
+        w = _f64(classifier)
+        c = self.num_classes
+        return {
+            "nc1": _nc1_from(sigma_w, centred, c - 1 if self.global_mean == "class" else c),
+            "nc2_w": nc2(w),
+            "nc2_m": nc2(centred),
+            "nc3": nc3(w, centred, variant="papyan"),
+            "nc3_zhu": nc3(w, centred, variant="zhu"),
+            "nc4": float(self.mismatches / self.seen) if self.seen > 0 else float("nan"),
+        }
+
+    def state_dict(self) -> dict:
+        """Tensors only, so ``torch.load(weights_only=True)`` restores it."""
+        return {k: getattr(self, k).clone() for k in ("sums", "counts", "scatter", "mismatches", "seen")}
+
+    def load_state_dict(self, state: dict) -> None:
+        for k, v in state.items():
+            getattr(self, k).copy_(v)

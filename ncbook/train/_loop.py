@@ -1,0 +1,280 @@
+"""One training loop for every chapter.
+
+Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``b`` batch size.
+Models follow the :mod:`ncbook.models` protocol (``forward_features``, ``classifier``).
+
+Loss protocol: ``loss_fn(logits, labels)`` returning a scalar; if
+``getattr(loss_fn, "needs_features", False)`` it is called as
+``loss_fn(logits, labels, features)``. If it has ``set_epoch(epoch)`` that is called at
+the start of every epoch (DRW switches, EMA resets). If it is an ``nn.Module`` its
+``state_dict()`` is checkpointed and restored on resume.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .._validation import check_in, check_nonnegative, check_positive
+from ..metrics import neural_collapse, per_class_accuracy
+from ..profiles import default_device
+from ._checkpoint import load_checkpoint, rng_state, save_checkpoint, seed_everything, set_rng_state
+
+__all__ = ["History", "evaluate", "fit", "lr_lambda"]
+
+SCHEDULES = ("cosine", "step", "constant")
+
+
+@dataclass
+class History:
+    """Per-epoch records of a run.
+
+    ``history[key]`` is the list of that key over epochs; ``history.records`` the dicts;
+    ``history.final`` the last record.
+    """
+
+    records: list = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> list:
+        return [r.get(key) for r in self.records]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def final(self) -> dict:
+        return self.records[-1] if self.records else {}
+
+    def keys(self) -> list:
+        return list(self.records[0]) if self.records else []
+
+
+def lr_lambda(step: int, *, total_steps: int, warmup_steps: int, schedule: str, milestones=(), gamma: float = 0.1) -> float:
+    """Learning-rate multiplier at optimisation step ``step`` (0-based).
+
+    Linear warm-up over ``warmup_steps``, then ``"cosine"`` decay to 0 at ``total_steps``,
+    ``"step"`` decay by ``gamma`` at each milestone (in steps), or ``"constant"``.
+    """
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if schedule == "cosine":
+        span = max(total_steps - warmup_steps, 1)
+        return 0.5 * (1 + math.cos(math.pi * min(step - warmup_steps, span) / span))
+    if schedule == "step":
+        return gamma ** sum(step >= m for m in milestones)
+    return 1.0
+
+
+def _call_loss(loss_fn, logits, labels, features):
+    if getattr(loss_fn, "needs_features", False):
+        return loss_fn(logits, labels, features)
+    return loss_fn(logits, labels)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: int = 1024, device=None) -> dict:
+    """Logits, features and per-class accuracy and loss of ``model`` on ``(x, y)`` in eval mode.
+
+    Parameters
+    ----------
+    model : nn.Module following the :mod:`ncbook.models` protocol
+    x : Tensor of shape (n, ...)
+    y : LongTensor of shape (n,)
+
+    Returns
+    -------
+    dict with ``logits`` (n, C), ``features`` (n, d), ``labels``, ``preds`` (all on CPU),
+    ``acc`` (float), ``class_acc`` (list of C floats, NaN for absent classes),
+    ``class_loss`` (list of C mean cross-entropies, NaN for absent classes).
+    """
+    device = next(model.parameters()).device if device is None else torch.device(device)
+    was_training = model.training
+    model.eval()
+    outs, feats = [], []
+    for i in range(0, x.shape[0], batch_size):
+        logits, h = model.forward_features(x[i: i + batch_size].to(device))
+        outs.append(logits.float().cpu())
+        feats.append(h.float().cpu())
+    model.train(was_training)
+    logits, feats, y = torch.cat(outs), torch.cat(feats), y.cpu()
+    c = logits.shape[1]
+    ce = F.cross_entropy(logits.double(), y, reduction="none")
+    counts = torch.bincount(y, minlength=c).double()
+    class_loss = torch.zeros(c, dtype=torch.float64).index_add_(0, y, ce) / counts
+    class_loss[counts == 0] = float("nan")
+    preds = logits.argmax(1)
+    return {
+        "logits": logits, "features": feats, "labels": y, "preds": preds,
+        "acc": float((preds == y).double().mean()),
+        "class_acc": per_class_accuracy(preds, y, c).tolist(),
+        "class_loss": class_loss.tolist(),
+    }
+
+
+def _make_optimizer(model, optimizer, lr, momentum, weight_decay):
+    if optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+
+
+def _epoch_record(model, epoch, train, test, losses, seconds, nc_now):
+    rec = {"epoch": epoch, "train_loss": sum(losses) / max(len(losses), 1), "seconds": seconds}
+    ev = evaluate(model, *train)
+    rec["train_acc"], rec["class_loss"], rec["train_class_acc"] = ev["acc"], ev["class_loss"], ev["class_acc"]
+    if nc_now:
+        w = model.classifier.weight.detach()
+        bias = None if model.classifier.bias is None else model.classifier.bias.detach()
+        rec.update(neural_collapse(ev["features"], ev["labels"], w, bias=bias))
+    if test is not None:
+        et = evaluate(model, *test)
+        rec["test_acc"], rec["class_acc"] = et["acc"], et["class_acc"]
+    return rec
+
+
+def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch_size: int = 128, lr: float = 0.05,
+        momentum: float = 0.9, weight_decay: float = 5e-4, optimizer: str = "sgd", schedule: str = "cosine",
+        warmup_epochs: int = 0, milestones=(), gamma: float = 0.1, test: tuple | None = None, nc_every: int = 1,
+        checkpoint_dir: str | Path | None = None, seed: int = 0, device=None, augment: Callable | None = None,
+        amp: bool = False, progress: bool = True, callback: Callable | None = None) -> History:
+    """Train ``model`` with minibatch SGD, evaluate every epoch, checkpoint and resume.
+
+    Parameters
+    ----------
+    model : nn.Module following the :mod:`ncbook.models` protocol
+    loss_fn : callable
+        See the module docstring for the protocol (features, ``set_epoch``, state).
+    train : (x, y)
+        Training tensors ``(n, ...)`` and ``(n,)``; moved to ``device`` once (so CIFAR-sized
+        sets train from GPU memory).
+    epochs : int
+        Passes over ``train``; each draws a fresh permutation and drops the last
+        partial batch when ``n >= batch_size`` (BatchNorm needs more than one sample).
+    batch_size, lr, momentum, weight_decay : numbers
+    optimizer : {"sgd", "adamw"}
+    schedule : {"cosine", "step", "constant"}
+        Applied per step after ``warmup_epochs`` of linear warm-up; ``milestones`` are
+        epochs for ``"step"`` (multiply by ``gamma`` at each).
+    test : (x, y), optional
+        Evaluated every epoch (``test_acc``, per-class ``class_acc``).
+    nc_every : int
+        Compute NC1-NC4 on the training features every this many epochs (and at the
+        last); 0 never.
+    checkpoint_dir : path, optional
+        Save ``last.pt`` there after every epoch; if it exists when ``fit`` starts, the run
+        resumes from it and finishes exactly as an uninterrupted run would.
+    seed : int
+        Seeds initialisation-independent randomness (batch order, augmentation, dropout).
+        Seed the model's initialisation yourself before building it.
+    device : str or torch.device, optional
+        Defaults to CUDA when available.
+    augment : callable, optional
+        ``augment(x_batch, generator) -> x_batch`` applied to training batches only.
+    amp : bool
+        bf16 autocast on CUDA.
+    progress : bool
+        A ``tqdm.auto`` bar over epochs.
+    callback : callable, optional
+        ``callback(epoch, model, record)`` after each epoch's checkpoint.
+
+    Returns
+    -------
+    History with per-epoch ``epoch``, ``train_loss``, ``train_acc``, ``class_loss`` (train,
+    per class), ``train_class_acc``, ``test_acc``, ``class_acc`` (test, per class),
+    ``seconds`` and, on NC epochs, ``nc1``, ``nc2_w``, ``nc2_m``, ``nc3``, ``nc3_zhu``, ``nc4``.
+
+    Raises
+    ------
+    ValueError
+        On bad arguments, or when the loss becomes NaN or infinite (the message gives
+        the epoch and step; lower the learning rate).
+    """
+    if epochs < 1:
+        raise ValueError(f"epochs must be >= 1; got {epochs}.")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
+    check_positive("lr", lr)
+    check_nonnegative("weight_decay", weight_decay)
+    check_in("schedule", schedule, SCHEDULES)
+    check_in("optimizer", optimizer, ("sgd", "adamw"))
+    device = default_device() if device is None else torch.device(device)
+    x, y = train[0].to(device), train[1].to(device)
+    n = x.shape[0]
+    drop_last = n >= batch_size
+    steps_per_epoch = n // batch_size if drop_last else 1
+    model.to(device)
+    if isinstance(loss_fn, nn.Module):
+        loss_fn.to(device)
+    opt = _make_optimizer(model, optimizer, lr, momentum, weight_decay)
+    total = epochs * steps_per_epoch
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_lambda(
+        s, total_steps=total, warmup_steps=warmup_epochs * steps_per_epoch, schedule=schedule,
+        milestones=[m * steps_per_epoch for m in milestones], gamma=gamma))
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    aug_gen = torch.Generator(device=device).manual_seed(seed + 1)
+    history, start = History(), 0
+    ckpt = None if checkpoint_dir is None else Path(checkpoint_dir) / "last.pt"
+    if ckpt is not None and ckpt.exists():
+        state = load_checkpoint(ckpt, map_location=device)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        if isinstance(loss_fn, nn.Module):
+            loss_fn.load_state_dict(state["loss"])
+        gen.set_state(state["sampler"])
+        aug_gen.set_state(state["augment"].to(aug_gen.device) if device.type == "cpu" else state["augment"].cpu())
+        set_rng_state(state["rng"])
+        history.records = list(state["history"])
+        start = state["epoch"] + 1
+    else:
+        seed_everything(seed)
+    bar = range(start, epochs)
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(bar, total=epochs, initial=start, desc="epochs", leave=False)
+    for epoch in bar:
+        t0 = time.perf_counter()
+        if hasattr(loss_fn, "set_epoch"):
+            loss_fn.set_epoch(epoch)
+        model.train()
+        perm = torch.randperm(n, generator=gen).to(device)
+        losses = []
+        for s in range(steps_per_epoch):
+            idx = perm[s * batch_size:(s + 1) * batch_size] if drop_last else perm
+            xb, yb = x[idx], y[idx]
+            if augment is not None:
+                xb = augment(xb, aug_gen)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp and device.type == "cuda"):
+                logits, feats = model.forward_features(xb)
+            loss = _call_loss(loss_fn, logits.float(), yb, feats.float())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.detach())
+        losses = torch.stack(losses).double().cpu()
+        if not torch.isfinite(losses).all():
+            bad = int(torch.nonzero(~torch.isfinite(losses))[0])
+            raise ValueError(f"the loss became {losses[bad].item()} at epoch {epoch}, step {bad}; lower lr (now {lr}).")
+        nc_now = nc_every > 0 and ((epoch + 1) % nc_every == 0 or epoch == epochs - 1)
+        rec = _epoch_record(model, epoch, (x, y), test, losses.tolist(), time.perf_counter() - t0, nc_now)
+        history.records.append(rec)
+        if ckpt is not None:
+            save_checkpoint(ckpt, {
+                "model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                "loss": loss_fn.state_dict() if isinstance(loss_fn, nn.Module) else {},
+                "sampler": gen.get_state(), "augment": aug_gen.get_state().cpu(), "rng": rng_state(),
+                "history": history.records, "epoch": epoch,
+            })
+        if progress:
+            bar.set_postfix(loss=f"{rec['train_loss']:.3f}", acc=f"{rec.get('test_acc', rec['train_acc']):.3f}")
+        if callback is not None:
+            callback(epoch, model, rec)
+    return history
