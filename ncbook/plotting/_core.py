@@ -1,0 +1,136 @@
+"""Core figures: Gram heatmaps, metric curves, per-class bars, 2-D geometry.
+
+Every function draws on ``ax`` when given (else a new figure) and returns the Axes
+(or the Figure for multi-panel plots), so chapters can compose and test them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = ["gram_heatmap", "gram_panels", "metric_curves", "per_class_bars", "geometry_2d", "new_axes"]
+
+
+def new_axes(ax=None, figsize=(4.5, 3.6)):
+    """Return ``ax`` or a fresh Axes on a new figure."""
+    if ax is not None:
+        return ax
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _np(x):
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=float)
+
+
+def gram_heatmap(g, ax=None, *, title: str | None = None, vmin: float = -1.0, vmax: float = 1.0,
+                 labels: Sequence[str] | None = None, annotate: bool | None = None, cmap: str = "RdBu_r"):
+    """Heatmap of a (C, C) Gram or cosine matrix, annotated when C <= 10."""
+    g = _np(g)
+    ax = new_axes(ax)
+    im = ax.imshow(g, cmap=cmap, vmin=vmin, vmax=vmax)
+    c = g.shape[0]
+    if annotate or (annotate is None and c <= 10):
+        for i in range(c):
+            for j in range(c):
+                ax.text(j, i, f"{g[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if abs(g[i, j]) > 0.6 * max(abs(vmin), abs(vmax)) else "black")
+    ticks = range(c) if c <= 20 else []
+    ax.set_xticks(list(ticks))
+    ax.set_yticks(list(ticks))
+    if labels is not None:
+        ax.set_xticklabels(labels, rotation=90)
+        ax.set_yticklabels(labels)
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(im, ax=ax, shrink=0.8)
+    return ax
+
+
+def gram_panels(grams: Sequence, titles: Sequence[str], *, vmin: float = -1.0, vmax: float = 1.0, size: float = 3.4):
+    """Side-by-side heatmaps of several Gram matrices; returns the Figure."""
+    fig, axes = plt.subplots(1, len(grams), figsize=(size * len(grams), size * 0.85), layout="constrained")
+    for ax, g, t in zip(np.atleast_1d(axes), grams, titles):
+        gram_heatmap(g, ax, title=t, vmin=vmin, vmax=vmax)
+    return fig
+
+
+def metric_curves(history, keys: Sequence[str], ax=None, *, x: str = "epoch", logy: bool = True,
+                  labels: Sequence[str] | None = None, title: str | None = None, xlabel: str | None = None):
+    """Curves of ``history[key]`` against ``history[x]`` (a :class:`ncbook.train.History` or a dict of lists).
+
+    Epochs where a key is missing (``None``) are skipped.
+    """
+    ax = new_axes(ax)
+    xs_all = list(history[x])
+    for i, key in enumerate(keys):
+        pairs = [(a, b) for a, b in zip(xs_all, history[key]) if b is not None]
+        if not pairs:
+            continue
+        xs, ys = zip(*pairs)
+        ax.plot(xs, ys, label=labels[i] if labels else key)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel or x)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def per_class_bars(values, ax=None, *, labels: Sequence[str] | None = None, title: str | None = None,
+                   ylabel: str | None = None, color=None):
+    """Bar chart of one value per class (accuracy, norm, loss)."""
+    v = _np(values)
+    ax = new_axes(ax)
+    ax.bar(np.arange(len(v)), v, color=color)
+    ax.set_xticks(np.arange(len(v)))
+    if labels is not None:
+        ax.set_xticklabels(labels)
+    ax.set_xlabel("class")
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def geometry_2d(points, ax=None, *, labels: Sequence[str] | None = None, arrows: bool = True, title: str | None = None,
+                others=None, other_label: str | None = None):
+    """Rows of a (C, 2) array as arrows from the origin (class means or classifiers).
+
+    Higher-dimensional inputs are projected on their top two principal directions
+    (uncentred SVD, so the origin stays the origin). ``others`` draws a second set
+    dashed (e.g. classifiers beside class means).
+    """
+    p = _np(points)
+    sets = [p] + ([_np(others)] if others is not None else [])
+    if p.shape[1] > 2:
+        _, _, vt = np.linalg.svd(np.vstack(sets), full_matrices=False)
+        sets = [s @ vt[:2].T for s in sets]
+    ax = new_axes(ax, figsize=(4, 4))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, s in enumerate(sets):
+        s = s / np.abs(np.vstack(sets)).max()
+        for i, (a, b) in enumerate(s):
+            col = colors[i % len(colors)]
+            if arrows:
+                ax.annotate("", (a, b), (0, 0), arrowprops=dict(arrowstyle="->", color=col, ls="-" if k == 0 else "--"))
+            if k == 0:
+                ax.text(a * 1.08, b * 1.08, labels[i] if labels else str(i), color=col, ha="center", va="center")
+    ax.set_xlim(-1.25, 1.25)
+    ax.set_ylim(-1.25, 1.25)
+    ax.set_aspect("equal")
+    ax.axhline(0, color="0.85", lw=0.5)
+    ax.axvline(0, color="0.85", lw=0.5)
+    if title:
+        ax.set_title(title)
+    if other_label and others is not None:
+        ax.plot([], [], "k--", label=other_label)
+        ax.legend(fontsize=8, loc="lower right")
+    return ax
