@@ -7,8 +7,12 @@ the reference implementation in :mod:`ncbook` and returns a :class:`CheckResult`
 
 from ._core import CheckResult
 from ._core import run_cases
+from ._primer import check_class_means
+from ._primer import check_nc2
 
 __all__ = [
     "CheckResult",
+    "check_class_means",
+    "check_nc2",
     "run_cases",
 ]

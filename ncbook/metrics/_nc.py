@@ -120,9 +120,9 @@ def nc1(features, labels, num_classes: int | None = None, *, global_mean: str = 
     .. math:: \mathrm{NC1} = \frac{1}{C}\operatorname{tr}(\Sigma_W \Sigma_B^{+}),\qquad
               \Sigma_B = \frac{1}{C}\sum_c (\mu_c - \mu_G)(\mu_c - \mu_G)^\top .
 
-    The pseudo-inverse is taken in float64 and truncated to the rank the centring
-    allows (``C - 1`` for ``global_mean="class"``, ``C`` for ``"sample"``), dropping
-    round-off eigenvalues that would otherwise blow the metric up.
+    The pseudo-inverse is taken in float64 and truncated to rank ``C - 1`` (the centred
+    means satisfy one linear relation under either centring), dropping round-off
+    eigenvalues that would otherwise blow the metric up.
 
     Parameters
     ----------
@@ -154,7 +154,7 @@ def nc1(features, labels, num_classes: int | None = None, *, global_mean: str = 
     means = _class_means(h, y, c, counts)
     centred = means - _global_mean(means, h, global_mean)
     sigma_w = _within_cov(h, y, means, counts.double(), within)
-    return _nc1_from(sigma_w, centred, c - 1 if global_mean == "class" else c)
+    return _nc1_from(sigma_w, centred, c - 1)
 
 
 def _simplex_target(c: int) -> torch.Tensor:
@@ -276,7 +276,7 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
     logits = h @ w.T + (0 if bias is None else _f64(bias))
     return {
         "nc1": _nc1_from(_within_cov(h, y, means, counts.double(), check_in("within", within, WITHINS)),
-                         centred, c - 1 if global_mean == "class" else c),
+                         centred, c - 1),
         "nc2_w": nc2(w),
         "nc2_m": nc2(centred),
         "nc3": nc3(w, centred, variant="papyan"),
@@ -358,7 +358,7 @@ class NCAccumulator:
         w = _f64(classifier)
         c = self.num_classes
         return {
-            "nc1": _nc1_from(sigma_w, centred, c - 1 if self.global_mean == "class" else c),
+            "nc1": _nc1_from(sigma_w, centred, c - 1),
             "nc2_w": nc2(w),
             "nc2_m": nc2(centred),
             "nc3": nc3(w, centred, variant="papyan"),

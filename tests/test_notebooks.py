@@ -1,0 +1,88 @@
+"""Execute every chapter (jupytext MyST source) and check its pairing with the committed .ipynb.
+
+Quick profile on a CPU: ``pytest tests/test_notebooks.py``. Full profile on a GPU:
+``NCBOOK_PROFILE=full pytest -m gpu tests/test_notebooks.py`` (skipped without CUDA).
+A failing cell raises ``CellExecutionError`` with the cell's traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jupytext
+import nbclient
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+
+
+def _toc_files() -> list[Path]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part.get("chapters", [])]
+    return [ROOT / f"{f}.md" for f in files]
+
+
+CHAPTERS = [p for p in _toc_files() if "jupytext" in p.read_text()]
+
+
+def _execute(path: Path, profile: str) -> None:
+    nb = jupytext.read(path)
+    env_before = os.environ.get("NCBOOK_PROFILE")
+    os.environ["NCBOOK_PROFILE"] = profile
+    try:
+        client = nbclient.NotebookClient(nb, timeout=1800, kernel_name="python3",
+                                         resources={"metadata": {"path": str(path.parent)}})
+        client.execute()
+    finally:
+        if env_before is None:
+            os.environ.pop("NCBOOK_PROFILE", None)
+        else:
+            os.environ["NCBOOK_PROFILE"] = env_before
+
+
+def test_every_toc_chapter_is_found():
+    assert CHAPTERS, "no jupytext chapter in _toc.yml"
+    for path in _toc_files():
+        assert path.exists(), f"{path.name} is listed in _toc.yml but missing"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_executes_quick(path):
+    _execute(path, "quick")
+
+
+@pytest.mark.gpu
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_executes_full(path):
+    _execute(path, "full")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_pairing(path):
+    """The committed .ipynb holds the same cells as the .md and no outputs (Colab opens it)."""
+    ipynb = path.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{ipynb.name} is missing: run `jupytext --sync {path.relative_to(ROOT)}`"
+    paired = json.loads(ipynb.read_text())
+    for cell in paired["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs"), f"{ipynb.name} has stored outputs: strip them"
+            assert cell.get("execution_count") is None, f"{ipynb.name} has execution counts: strip them"
+    md_cells = [(c.cell_type, c.source.strip()) for c in jupytext.read(path).cells]
+    nb_cells = [(c["cell_type"], "".join(c["source"]).strip()) for c in paired["cells"]]
+    assert md_cells == nb_cells, f"{path.name} and {ipynb.name} differ: run `jupytext --sync {path.relative_to(ROOT)}`"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_one_parameters_cell(path):
+    cells = jupytext.read(path).cells
+    tagged = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name} must have exactly one cell tagged 'parameters'; it has {len(tagged)}"
+    assert "profile()" in tagged[0].source, f"{path.name}: the parameters cell must derive sizes from ncbook.profile()"

@@ -1,0 +1,103 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ncbook import data, models, train
+
+
+def _tiny():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(96, 10, generator=g)
+    y = torch.arange(96) % 3
+    x[:, :3] += 2 * F.one_hot(y, 3).float()
+    return x, y
+
+
+def _model():
+    torch.manual_seed(0)
+    return models.MLP(10, (16,), 4, 3)
+
+
+class StatefulLoss(torch.nn.Module):
+    """A loss with state and an epoch hook, like the reweighting and MR2 losses."""
+
+    needs_features = True
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+        self.epoch = -1
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def forward(self, logits, labels, features):
+        self.calls += 1
+        return F.cross_entropy(logits, labels) + 1e-3 * features.pow(2).mean() * (1 + self.epoch % 2)
+
+
+def test_resume_gives_the_same_weights_as_an_uninterrupted_run(tmp_path):
+    x, y = _tiny()
+    kwargs = dict(epochs=4, batch_size=16, lr=0.1, schedule="cosine", warmup_epochs=1, nc_every=2, progress=False,
+                  augment=lambda xb, g: xb + 0.01 * torch.randn(xb.shape, generator=g))
+    full_model, full_loss = _model(), StatefulLoss()
+    full = train.fit(full_model, full_loss, (x, y), checkpoint_dir=tmp_path / "a", **kwargs)
+
+    def interrupt(epoch, model, record):
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    part_model, part_loss = _model(), StatefulLoss()
+    with pytest.raises(KeyboardInterrupt):
+        train.fit(part_model, part_loss, (x, y), checkpoint_dir=tmp_path / "b", callback=interrupt, **kwargs)
+    torch.manual_seed(123)  # disturb global RNG: resume must restore it
+    resumed_model, resumed_loss = _model(), StatefulLoss()
+    resumed = train.fit(resumed_model, resumed_loss, (x, y), checkpoint_dir=tmp_path / "b", **kwargs)
+    for (k, a), b in zip(full_model.state_dict().items(), resumed_model.state_dict().values()):
+        assert torch.equal(a, b), k
+    assert torch.equal(full_loss.calls, resumed_loss.calls)
+    assert full["train_loss"] == resumed["train_loss"]
+    assert len(resumed) == 4
+
+
+def test_checkpoint_loads_with_weights_only(tmp_path):
+    x, y = _tiny()
+    train.fit(_model(), F.cross_entropy, (x, y), epochs=1, batch_size=32, checkpoint_dir=tmp_path, progress=False)
+    state = train.load_checkpoint(tmp_path / "last.pt")
+    assert state["epoch"] == 0 and "model" in state
+
+
+def test_fit_learns_and_records_metrics():
+    x, y = _tiny()
+    hist = train.fit(_model(), F.cross_entropy, (x, y), epochs=20, batch_size=16, lr=0.1, test=(x, y), nc_every=5,
+                     progress=False)
+    assert hist.final["train_acc"] > 0.9
+    assert hist["nc1"][4] is not None and hist["nc1"][0] is None
+    assert len(hist.final["class_loss"]) == 3 and len(hist.final["class_acc"]) == 3
+
+
+def test_lr_schedule_shapes():
+    kw = dict(total_steps=100, warmup_steps=10)
+    assert train.lr_lambda(0, schedule="cosine", **kw) == pytest.approx(0.1)
+    assert train.lr_lambda(10, schedule="cosine", **kw) == pytest.approx(1.0)
+    assert train.lr_lambda(55, schedule="cosine", **kw) == pytest.approx(0.5)
+    assert train.lr_lambda(60, schedule="step", milestones=[50, 80], gamma=0.1, **kw) == pytest.approx(0.1)
+    assert train.lr_lambda(90, schedule="step", milestones=[50, 80], gamma=0.1, **kw) == pytest.approx(0.01)
+
+
+def test_nan_loss_raises_with_epoch():
+    x, y = _tiny()
+    with pytest.raises(ValueError, match=r"the loss became nan at epoch 0"):
+        train.fit(_model(), lambda logits, labels: logits.sum() * math.nan, (x, y), epochs=1, progress=False)
+
+
+def test_bad_arguments():
+    x, y = _tiny()
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        train.fit(_model(), F.cross_entropy, (x, y), epochs=1, schedule="linear")
+    with pytest.raises(ValueError, match="epochs must be >= 1"):
+        train.fit(_model(), F.cross_entropy, (x, y), epochs=0)
+    with pytest.raises(ValueError, match="lr must be a positive"):
+        train.fit(_model(), F.cross_entropy, (x, y), epochs=1, lr=-1.0)
