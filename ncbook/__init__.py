@@ -7,12 +7,14 @@ Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
 :mod:`ncbook.train`, :mod:`ncbook.plotting` and :mod:`ncbook.exercises`.
 """
 
+from .profiles import data_root
 from .profiles import default_device
 from .profiles import profile
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "data_root",
     "default_device",
     "profile",
 ]

@@ -10,7 +10,7 @@ import os
 
 import torch
 
-__all__ = ["profile", "default_device", "PROFILES"]
+__all__ = ["profile", "default_device", "data_root", "PROFILES"]
 
 PROFILES = ("quick", "full")
 
@@ -37,3 +37,8 @@ def profile() -> str:
 def default_device() -> torch.device:
     """``cuda`` when available, else ``cpu``."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def data_root() -> str:
+    """Folder for downloaded data sets: ``NCBOOK_DATA`` if set, else ``"data"`` (relative to the working directory)."""
+    return os.environ.get("NCBOOK_DATA", "").strip() or "data"

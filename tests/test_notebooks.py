@@ -81,6 +81,14 @@ def test_pairing(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_code_cell_swallowed_by_markdown(path):
+    """An unclosed fence (e.g. backticks in a directive's title line) turns later code cells into text."""
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "markdown":
+            assert "{code-cell}" not in cell.source, f"{path.name}: a code cell is inside markdown near: {cell.source[:120]!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_one_parameters_cell(path):
     cells = jupytext.read(path).cells
     tagged = [c for c in cells if "parameters" in c.metadata.get("tags", [])]

@@ -101,3 +101,16 @@ def test_bad_arguments():
         train.fit(_model(), F.cross_entropy, (x, y), epochs=0)
     with pytest.raises(ValueError, match="lr must be a positive"):
         train.fit(_model(), F.cross_entropy, (x, y), epochs=1, lr=-1.0)
+
+
+def test_results_round_trip(tmp_path):
+    path = train.save_result(tmp_path, chapter="nc_primer", setting="cifar10-ce", seed=1,
+                             metrics={"acc": torch.tensor(0.5), "per_class": torch.tensor([0.1, float("nan")])},
+                             wall_seconds=3.0, config={"lr": 0.1})
+    assert path.name == "cifar10-ce-seed1.json"
+    [rec] = train.load_results(tmp_path, "nc_primer")
+    assert rec["metrics"] == {"acc": 0.5, "per_class": [pytest.approx(0.1), None]}
+    assert rec["config"] == {"lr": 0.1} and rec["seed"] == 1
+    assert train.load_results(tmp_path / "nothing") == []
+    with pytest.raises(ValueError, match="setting must be letters"):
+        train.save_result(tmp_path, chapter="x", setting="a b", seed=0, metrics={}, wall_seconds=0)

@@ -1,0 +1,93 @@
+"""Recorded results of full-profile runs: one small JSON file per run under ``results/``.
+
+Chapters show these recorded full results next to the live quick ones, and the
+reproduction page reads them. Only plain JSON types are written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import platform
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["save_result", "load_results", "device_name"]
+
+
+def device_name() -> str:
+    """A human-readable name of the device the run used (GPU model, or the CPU)."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"cpu ({platform.processor() or platform.machine()})"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().tolist()
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple, dict, str)):
+        value = value.tolist()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def save_result(folder: str | Path, *, chapter: str, setting: str, seed: int, metrics: dict, wall_seconds: float,
+                config: dict | None = None) -> Path:
+    """Write one run's result as ``<folder>/<chapter>/<setting>-seed<seed>.json``.
+
+    Parameters
+    ----------
+    folder : path
+        Usually ``results``.
+    chapter : str
+        The chapter's file stem, e.g. ``"inverse_reweighting"``.
+    setting : str
+        A short name of the configuration, e.g. ``"cifar10lt-if100-ce"`` (letters, digits, ``-_.``).
+    seed : int
+    metrics : dict
+        Final numbers (tensors and numpy values are converted; NaN/inf become ``null``).
+    wall_seconds : float
+    config : dict, optional
+        Hyper-parameters of the run.
+
+    Returns
+    -------
+    Path of the file written.
+
+    Raises
+    ------
+    ValueError
+        If ``setting`` or ``chapter`` holds characters other than letters, digits, ``-``, ``_``, ``.``.
+    """
+    for name, value in (("chapter", chapter), ("setting", setting)):
+        if not value or not all(ch.isalnum() or ch in "-_." for ch in value):
+            raise ValueError(f"{name} must be letters, digits, '-', '_' or '.'; got {value!r}.")
+    record = {
+        "chapter": chapter, "setting": setting, "seed": int(seed), "metrics": _plain(metrics),
+        "wall_seconds": float(wall_seconds), "device": device_name(), "torch": torch.__version__,
+        "date": _dt.date.today().isoformat(), "config": _plain(config or {}),
+    }
+    path = Path(folder) / chapter / f"{setting}-seed{int(seed)}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def load_results(folder: str | Path, chapter: str | None = None) -> list[dict]:
+    """All recorded results under ``folder`` (optionally one chapter's), sorted by setting and seed.
+
+    Returns an empty list when nothing was recorded yet.
+    """
+    root = Path(folder) if chapter is None else Path(folder) / chapter
+    if not root.exists():
+        return []
+    records = [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
+    return sorted(records, key=lambda r: (r["chapter"], r["setting"], r["seed"]))
