@@ -114,3 +114,14 @@ def test_results_round_trip(tmp_path):
     assert train.load_results(tmp_path / "nothing") == []
     with pytest.raises(ValueError, match="setting must be letters"):
         train.save_result(tmp_path, chapter="x", setting="a b", seed=0, metrics={}, wall_seconds=0)
+
+
+def test_claims_replace_by_claim_and_profile(tmp_path):
+    kw = dict(chapter="seli", claim="w_min/w_maj at R = 10", setting="closed form", paper=0.7079)
+    train.record_claim(tmp_path, ours=0.70, profile="quick", **kw)
+    train.record_claim(tmp_path, ours=0.7079, profile="quick", **kw)
+    train.record_claim(tmp_path, ours=0.71, profile="full", **kw)
+    claims = train.load_claims(tmp_path)
+    assert [(c["profile"], c["ours"]) for c in claims] == [("quick", 0.7079), ("full", 0.71)]
+    with pytest.raises(ValueError, match="profile must be 'quick' or 'full'"):
+        train.record_claim(tmp_path, ours=1.0, profile="fast", **kw)

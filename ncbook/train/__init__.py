@@ -11,7 +11,9 @@ from ._loop import evaluate
 from ._loop import fit
 from ._loop import lr_lambda
 from ._results import device_name
+from ._results import load_claims
 from ._results import load_results
+from ._results import record_claim
 from ._results import save_result
 from ._weighted import ContrastiveRun
 from ._weighted import embed
@@ -29,8 +31,10 @@ __all__ = [
     "fit_contrastive",
     "fit_weighted_contrastive",
     "load_checkpoint",
+    "load_claims",
     "load_results",
     "lr_lambda",
+    "record_claim",
     "save_result",
     "save_checkpoint",
     "seed_everything",

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["save_result", "load_results", "device_name"]
+__all__ = ["save_result", "load_results", "device_name", "record_claim", "load_claims"]
 
 
 def device_name() -> str:
@@ -91,3 +91,53 @@ def load_results(folder: str | Path, chapter: str | None = None) -> list[dict]:
         return []
     records = [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
     return sorted(records, key=lambda r: (r["chapter"], r["setting"], r["seed"]))
+
+
+def record_claim(folder: str | Path, *, chapter: str, claim: str, ours: float, setting: str, profile: str,
+                 paper: float | str | None = None, tolerance: str = "") -> Path:
+    """Record one of a chapter's checks of a paper's claim, for the reproduction page.
+
+    Each call appends (or replaces, by ``claim`` and ``profile``) an entry in
+    ``<folder>/claims/<chapter>.json``. The chapter computes ``ours``; ``paper`` is the
+    paper's quoted number (or a short quoted statement), never computed here.
+
+    Parameters
+    ----------
+    folder : path
+        Usually ``../results`` seen from ``book/``.
+    chapter : str
+        The chapter's file stem.
+    claim : str
+        One sentence: what the paper claims.
+    ours : float
+        The value this run computed.
+    setting : str
+        The setting of our run (data, model, sizes).
+    profile : {"quick", "full"}
+    paper : float or str, optional
+        The paper's number as quoted.
+    tolerance : str
+        How close ours must be to count as reproduced, in words.
+
+    Returns
+    -------
+    Path of the JSON file.
+    """
+    if profile not in ("quick", "full"):
+        raise ValueError(f"profile must be 'quick' or 'full'; got {profile!r}.")
+    path = Path(folder) / "claims" / f"{chapter}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = json.loads(path.read_text()) if path.exists() else []
+    entries = [e for e in entries if not (e["claim"] == claim and e["profile"] == profile)]
+    entries.append({"chapter": chapter, "claim": claim, "paper": _plain(paper), "ours": _plain(ours),
+                    "setting": setting, "profile": profile, "tolerance": tolerance})
+    path.write_text(json.dumps(entries, indent=1) + "\n")
+    return path
+
+
+def load_claims(folder: str | Path) -> list[dict]:
+    """Every recorded claim under ``<folder>/claims``, chapter by chapter (empty list if none)."""
+    root = Path(folder) / "claims"
+    if not root.exists():
+        return []
+    return [e for p in sorted(root.glob("*.json")) for e in json.loads(p.read_text())]
