@@ -7,12 +7,48 @@ the reference implementation in :mod:`ncbook` and returns a :class:`CheckResult`
 
 from ._core import CheckResult
 from ._core import run_cases
+from ._contrastive import check_means_from_gram
+from ._contrastive import check_multiset_risk
+from ._contrastive import check_ucl_collapse_k1
+from ._dgp import check_euclidean_shift
+from ._dgp import check_simplex_epsilon
+from ._dgp import check_w_info_nce
+from ._margins import check_margin_cross_entropy
+from ._margins import check_mr2_margins
+from ._margins import check_representation_margin_loss
 from ._primer import check_class_means
 from ._primer import check_nc2
+from ._reweighting import check_balanced_batch_loss
+from ._reweighting import check_effective_number_weights
+from ._reweighting import check_inverse_weights
+from ._reweighting import check_loss_imbalance
+from ._reweighting import check_macro_factors
+from ._seli import check_log_mean_ce
+from ._seli import check_minority_norm_ratio
+from ._seli import check_sel_matrix
+from ._seli import check_seli_classifier_gram
 
 __all__ = [
     "CheckResult",
+    "check_means_from_gram",
+    "check_multiset_risk",
+    "check_ucl_collapse_k1",
+    "check_margin_cross_entropy",
+    "check_mr2_margins",
+    "check_representation_margin_loss",
     "check_class_means",
     "check_nc2",
+    "check_balanced_batch_loss",
+    "check_effective_number_weights",
+    "check_inverse_weights",
+    "check_loss_imbalance",
+    "check_macro_factors",
+    "check_log_mean_ce",
+    "check_minority_norm_ratio",
+    "check_sel_matrix",
+    "check_seli_classifier_gram",
+    "check_euclidean_shift",
+    "check_simplex_epsilon",
+    "check_w_info_nce",
     "run_cases",
 ]

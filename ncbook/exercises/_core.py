@@ -111,7 +111,8 @@ def run_cases(
         if got.shape != expected.shape:
             return CheckResult(name, False, f"shape {got.shape}, expected {expected.shape}, on input {_describe(case)}.")
         if not np.allclose(got, expected, atol=atol, rtol=rtol, equal_nan=True):
-            err = float(np.nanmax(np.abs(got - expected)))
+            diff = np.abs(got - expected)
+            err = float(diff[np.isfinite(diff)].max()) if np.isfinite(diff).any() else float("nan")
             exp_txt = np.array2string(expected, precision=5, threshold=8)
             got_txt = np.array2string(got, precision=5, threshold=8)
             return CheckResult(

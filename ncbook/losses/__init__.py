@@ -5,4 +5,60 @@ Letters: ``n`` samples (or anchors), ``C`` classes, ``d`` feature dimension,
 Every loss takes ``reduction`` in ``"none" | "mean" | "sum"``.
 """
 
-__all__: list[str] = []
+from ._contrastive import GeneralizedContrastiveLoss
+from ._contrastive import contrastive_batch_indices
+from ._contrastive import generalized_contrastive_loss
+from ._contrastive import info_nce
+from ._long_tail import FocalLoss
+from ._long_tail import IBLoss
+from ._long_tail import LDAMLoss
+from ._long_tail import LogitAdjustedLoss
+from ._long_tail import WeightedCrossEntropy
+from ._long_tail import focal_loss
+from ._long_tail import ib_loss
+from ._long_tail import ldam_loss
+from ._long_tail import ldam_margins
+from ._long_tail import logit_adjusted_loss
+from ._long_tail import logit_adjustment
+from ._long_tail import weighted_cross_entropy
+from ._weighted import WInfoNCELoss
+from ._weighted import column_normalized_w_info_nce
+from ._weighted import entropic_lower_bound
+from ._weighted import gaussian_kernel_weights
+from ._weighted import latent_similarity
+from ._weighted import prototype_entropic_lower_bound
+from ._weighted import prototype_w_info_nce
+from ._weighted import soft_supcon_weights
+from ._weighted import supcon_weights
+from ._weighted import w_info_nce
+from ._weighted import xclr_weights
+
+__all__ = [
+    "FocalLoss",
+    "GeneralizedContrastiveLoss",
+    "IBLoss",
+    "LDAMLoss",
+    "LogitAdjustedLoss",
+    "WInfoNCELoss",
+    "WeightedCrossEntropy",
+    "column_normalized_w_info_nce",
+    "contrastive_batch_indices",
+    "entropic_lower_bound",
+    "focal_loss",
+    "gaussian_kernel_weights",
+    "generalized_contrastive_loss",
+    "ib_loss",
+    "info_nce",
+    "latent_similarity",
+    "ldam_loss",
+    "ldam_margins",
+    "logit_adjusted_loss",
+    "logit_adjustment",
+    "prototype_entropic_lower_bound",
+    "prototype_w_info_nce",
+    "soft_supcon_weights",
+    "supcon_weights",
+    "w_info_nce",
+    "weighted_cross_entropy",
+    "xclr_weights",
+]

@@ -7,6 +7,10 @@ they work on any model's features; they never import models, losses or training 
 
 from ._accuracy import per_class_accuracy
 from ._accuracy import shot_accuracy
+from ._dgp import entropic_gap
+from ._dgp import r2_procrustes
+from ._dgp import r2_similarity
+from ._loss import loss_imbalance
 from ._nc import NCAccumulator
 from ._nc import centered_means
 from ._nc import class_means
@@ -20,11 +24,15 @@ __all__ = [
     "NCAccumulator",
     "centered_means",
     "class_means",
+    "entropic_gap",
+    "loss_imbalance",
     "nc1",
     "nc2",
     "nc3",
     "nc4",
     "neural_collapse",
     "per_class_accuracy",
+    "r2_procrustes",
+    "r2_similarity",
     "shot_accuracy",
 ]

@@ -1,0 +1,201 @@
+"""Minority collapse: the exact collapse point from the KKT conditions, and class means.
+
+Letters: ``C`` classes, one majority (class 0, probability ``lambda_1`` in the paper's
+notation) and ``m = C - 1`` equal minorities of probability ``rho / m``, ``rho = 1 - lambda_1``;
+``eps = exp(-2 / t)``.
+
+The collapsed point ``A_0j = -1``, ``A_ij = 1`` (all minority means equal, opposite the majority)
+is optimal iff ``m dS/dA_ij <= dS/dA_0j`` there (derivatives over the symmetric pair entries):
+on the orthogonal complement of ``v = (1, -1, ..., -1)`` the dual matrix ``Z`` has eigenvalues
+``(dS/dA_0j - m dS/dA_ij) / 2`` (multiplicity ``m - 1``) and ``(m + 1) dS/dA_0j / 2``.
+
+Derived here (not in the paper), checked against the convex program.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.stats import binom
+
+from .._validation import check_in, check_positive, check_symmetric, as_float64
+from ._multisets import SETTINGS, _check_k
+from ._objective import PSIS
+
+__all__ = ["PAPER_THRESHOLDS", "collapse_margin", "collapse_threshold", "class_means_from_gram"]
+
+PAPER_THRESHOLDS = {"ucl": 0.9292, "scl": 0.9438}
+"""The paper's sufficient, ``C``- and ``k``-free collapse thresholds on ``lambda_1`` (quoted, t = 1)."""
+
+
+def _hprime(d, psi):
+    return 1.0 / d if psi == "infonce" else np.ones_like(d)
+
+
+def _binomial(k, p):
+    n = np.arange(k + 1, dtype=np.float64)
+    return n, binom.pmf(n, k, p)
+
+
+def _margin_ucl(lam1, k, eps, psi):
+    rho = 1.0 - lam1
+    if k == math.inf:  # law of large numbers: N / k -> rho; the common factor k cancels
+        hp = (lambda d: 1.0 / d) if psi == "infonce" else (lambda d: 1.0)
+        d0, di = lam1 + rho * eps, rho + lam1 * eps
+        return eps * (lam1 * rho * hp(d0) + rho * lam1 * hp(di)) - 2 * rho * rho * hp(di)
+    n, pmf = _binomial(k, rho)
+    d0 = 1.0 + (k - n) + n * eps  # majority anchor: n minority negatives at cosine -1
+    di = 1.0 + n + (k - n) * eps  # minority anchor: n minority negatives at cosine +1
+    h0, hi = _hprime(d0, psi), _hprime(di, psi)
+    lhs = 2 * rho * pmf @ (n * hi)
+    rhs = eps * (lam1 * pmf @ (n * h0) + rho * pmf @ ((k - n) * hi))
+    return rhs - lhs
+
+
+def _margin_scl(lam1, k, eps, psi, m):
+    lmin = (1.0 - lam1) / m
+    p0 = lam1 / (1.0 - lmin)  # a minority anchor's negative is the majority with this probability
+    if k == math.inf:
+        hp = (lambda d: 1.0 / d) if psi == "infonce" else (lambda d: 1.0)
+        di = p0 * eps + 1 - p0
+        alpha = lam1 / m * eps * hp(eps) + lmin * p0 * eps * hp(di)
+        beta = 2 * lmin * (1 - p0) / (m - 1) * hp(di)
+        return alpha - m * beta
+    n, pmf = _binomial(k, p0)
+    di = 1.0 + n * eps + (k - n)
+    hi = _hprime(di, psi)
+    h0 = float(_hprime(np.array([1.0 + k * eps]), psi)[0])
+    alpha = lam1 * (k / m) * eps * h0 + lmin * pmf @ (n * eps * hi)
+    beta = 2 * lmin * pmf @ ((k - n) / (m - 1) * hi)
+    return alpha - m * beta
+
+
+def _check_args(k, setting, num_classes, t, psi):
+    if not (isinstance(k, float) and math.isinf(k) and k > 0):
+        k = _check_k(k)
+    check_in("setting", setting, SETTINGS)
+    t = check_positive("t", t)
+    check_in("psi", psi, PSIS)
+    if setting == "scl":
+        if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 3:
+            raise ValueError(
+                f"setting='scl' needs num_classes >= 3 (its collapse point depends on C); got {num_classes!r}."
+            )
+    return k, t
+
+
+def collapse_margin(lambda_1, k, *, setting: str = "ucl", num_classes: int | None = None, t: float = 1.0,
+                    psi: str = "infonce") -> float:
+    """KKT margin ``dS/dA_0j - m dS/dA_ij`` (times ``t``) at the collapsed point.
+
+    Non-negative exactly when minority collapse is optimal at majority probability ``lambda_1``.
+    Arguments as in :func:`collapse_threshold`.
+    """
+    k, t = _check_args(k, setting, num_classes, t, psi)
+    lam1 = float(lambda_1)
+    if not 0.0 < lam1 < 1.0:
+        raise ValueError(f"lambda_1 must lie in (0, 1); got {lambda_1!r}.")
+    eps = math.exp(-2.0 / t)
+    if setting == "ucl":
+        return float(_margin_ucl(lam1, k, eps, psi))
+    return float(_margin_scl(lam1, k, eps, psi, int(num_classes) - 1))
+
+
+def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = None, t: float = 1.0,
+                       psi: str = "infonce") -> float:
+    r"""Exact majority probability ``lambda_1`` above which the minorities collapse.
+
+    One majority class and ``C - 1`` equal minorities; the returned value is the root of the
+    KKT margin (:func:`collapse_margin`). For UCL it does not depend on ``C``; for SCL it does.
+
+    Parameters
+    ----------
+    k : int or math.inf
+        Negatives per anchor (``math.inf``: the large-``k`` limit ``S_inf``).
+    setting : {"ucl", "scl"}
+    num_classes : int, optional
+        ``C >= 3``; required for SCL, ignored for UCL.
+    t : float
+        Temperature.
+    psi : {"infonce", "exp"}
+
+    Returns
+    -------
+    float in (1/C, 1)
+
+    Raises
+    ------
+    ValueError
+        ``k < 1``, SCL without ``num_classes >= 3``, or a non-positive ``t``.
+
+    References
+    ----------
+    Nguyen et al., arXiv:2605.11291 (2026): minority collapse with the sufficient thresholds
+    :data:`PAPER_THRESHOLDS`; the exact condition is derived in this package.
+
+    Examples
+    --------
+    >>> round(collapse_threshold(1, setting="ucl"), 6)  # = 1 / (1 + 2 sigmoid(-2))
+    0.80749
+    """
+    k, t = _check_args(k, setting, num_classes, t, psi)
+    eps = math.exp(-2.0 / t)
+    if setting == "ucl":
+        f = lambda lam1: _margin_ucl(lam1, k, eps, psi)  # noqa: E731
+        lo = 0.5
+    else:
+        m = int(num_classes) - 1
+        f = lambda lam1: _margin_scl(lam1, k, eps, psi, m)  # noqa: E731
+        lo = 1.0 / (m + 1)
+    grid = np.linspace(lo, 1.0 - 1e-9, 801)
+    vals = np.array([f(g) for g in grid])
+    neg = np.flatnonzero(vals < 0)
+    if neg.size == 0:
+        return float(lo)
+    i = neg[-1]
+    if i == grid.size - 1:
+        return 1.0
+    return float(brentq(f, grid[i], grid[i + 1], xtol=1e-14, rtol=1e-14))
+
+
+def class_means_from_gram(gram, dim: int | None = None, *, tol: float = 1e-8) -> np.ndarray:
+    r"""Class means ``M`` (C, d) with ``M M^T = A``, from the eigendecomposition of ``A``.
+
+    The paper writes ``mu = Lambda^{1/2} V^T`` (means as columns); here the means are rows,
+    ``M = V Lambda^{1/2}``, largest eigenvalue first.
+
+    Parameters
+    ----------
+    gram : array-like of shape (C, C)
+        Symmetric positive semidefinite.
+    dim : int, optional
+        Output dimension ``d``; defaults to the numerical rank (eigenvalues above
+        ``tol * max eigenvalue``); larger ``dim`` pads zero columns.
+    tol : float
+        Relative eigenvalue cut-off for the rank.
+
+    Returns
+    -------
+    ndarray of shape (C, d), float64.
+
+    Raises
+    ------
+    ValueError
+        If ``gram`` is not symmetric, has a clearly negative eigenvalue, or ``dim`` is below its rank.
+    """
+    check_symmetric("gram", gram, atol=1e-8)
+    a = as_float64(gram)
+    vals, vecs = np.linalg.eigh((a + a.T) / 2)
+    vals, vecs = vals[::-1], vecs[:, ::-1]
+    top = max(vals[0], 0.0)
+    if vals[-1] < -1e-6 * max(top, 1.0):
+        raise ValueError(f"gram must be positive semidefinite; smallest eigenvalue {vals[-1]:.3g}.")
+    rank = int(np.sum(vals > tol * top)) if top > 0 else 0
+    d = rank if dim is None else dim
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < rank:
+        raise ValueError(f"dim must be an integer >= rank(gram) = {rank}; got {dim!r}.")
+    out = np.zeros((a.shape[0], int(d)))
+    out[:, :rank] = vecs[:, :rank] * np.sqrt(vals[:rank])
+    return out

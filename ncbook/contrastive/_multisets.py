@@ -1,0 +1,144 @@
+"""Negative-sampling distributions and the multiset reduction of the contrastive risk.
+
+Letters: ``C`` classes, ``k`` negatives per anchor, ``M`` multisets of size ``k``.
+
+With ``k`` i.i.d. negatives and a loss ``psi`` that is symmetric in its arguments, the
+expectation over the ``C**k`` ordered class tuples collapses exactly onto the
+``binom(C + k - 1, k)`` multisets ``n = (n_1, ..., n_C)``, ``|n| = k``, each weighted by the
+multinomial probability ``k! / prod_c n_c! * prod_c q_c^{n_c}``.
+
+References
+----------
+Nguyen, Aeron, Brown, Ishwar, "Optimal Representations for Generalized Contrastive Learning
+with Imbalanced Datasets", arXiv:2605.11291 (2026), Section 3 (the risk over class means).
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import comb
+
+import numpy as np
+from scipy.special import gammaln
+
+from .._validation import check_in, check_probabilities
+
+__all__ = ["SETTINGS", "negative_distribution", "negative_multisets", "num_multiset_terms"]
+
+SETTINGS = ("ucl", "scl")
+
+
+def _check_k(k) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k (negatives per anchor) must be an integer >= 1; got {k!r}.")
+    return int(k)
+
+
+def negative_distribution(class_probs, *, setting: str = "ucl") -> np.ndarray:
+    r"""Class distribution ``q(c | y)`` of one negative given the anchor's class ``y``.
+
+    UCL (unsupervised) draws negatives from the data, so ``q(c | y) = lambda_c`` (the anchor's
+    own class may appear: a *collision*). SCL (supervised) draws them from the other classes,
+    ``q(c | y) = lambda_c / (1 - lambda_y)`` for ``c != y``.
+
+    Parameters
+    ----------
+    class_probs : array-like of shape (C,)
+        Class probabilities ``lambda`` on the simplex, all positive.
+    setting : {"ucl", "scl"}
+
+    Returns
+    -------
+    ndarray of shape (C, C), float64; row ``y`` is ``q(. | y)``.
+
+    Raises
+    ------
+    ValueError
+        If ``class_probs`` is not a positive probability vector, or SCL is asked with one class.
+    """
+    lam = check_probabilities(class_probs)
+    check_in("setting", setting, SETTINGS)
+    c = lam.size
+    if setting == "ucl":
+        return np.tile(lam, (c, 1))
+    if c < 2:
+        raise ValueError("setting='scl' needs at least 2 classes (negatives come from other classes); got 1.")
+    q = np.tile(lam, (c, 1))
+    np.fill_diagonal(q, 0.0)
+    return q / (1.0 - lam)[:, None]
+
+
+def num_multiset_terms(num_classes: int, k: int, *, setting: str = "ucl") -> int:
+    """Number of terms ``C * binom(C + k - 1, k)`` (UCL) or ``C * binom(C + k - 2, k)`` (SCL)."""
+    k = _check_k(k)
+    check_in("setting", setting, SETTINGS)
+    c = int(num_classes)
+    pool = c if setting == "ucl" else c - 1
+    return c * comb(pool + k - 1, k)
+
+
+def negative_multisets(neg_probs, k: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""All multisets of ``k`` negatives over ``K`` classes, with their multinomial weights.
+
+    Parameters
+    ----------
+    neg_probs : array-like of shape (K,)
+        Probability of each class for one negative (zeros allowed: those classes never appear).
+    k : int
+        Number of negatives, ``>= 1``.
+
+    Returns
+    -------
+    counts : ndarray of shape (M, K), int64
+        Row ``m`` is a multiset ``n`` with ``n.sum() == k``; ``M = binom(K + k - 1, k)``.
+    weights : ndarray of shape (M,), float64
+        ``k! / prod n_c! * prod q_c^{n_c}``; they sum to 1.
+
+    Examples
+    --------
+    >>> counts, w = negative_multisets([0.5, 0.5], 2)
+    >>> counts.tolist(), w.tolist()
+    ([[2, 0], [1, 1], [0, 2]], [0.25, 0.5, 0.25])
+    """
+    q = check_probabilities(neg_probs, name="neg_probs", strictly_positive=False)
+    k = _check_k(k)
+    return _multisets(q, k)
+
+
+def _count_matrix(num: int, k: int) -> np.ndarray:
+    combos = np.array(list(itertools.combinations_with_replacement(range(num), k)), dtype=np.int64)
+    counts = np.zeros((combos.shape[0], num), dtype=np.int64)
+    rows = np.repeat(np.arange(combos.shape[0]), k)
+    np.add.at(counts, (rows, combos.ravel()), 1)
+    return counts
+
+
+def _log_multinomial(counts: np.ndarray, k: int) -> np.ndarray:
+    return gammaln(k + 1) - gammaln(counts + 1).sum(axis=1)
+
+
+def _multisets(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = _count_matrix(q.size, k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logq = np.log(q)
+        logp = _log_multinomial(counts, k) + np.where(counts > 0, counts * logq, 0.0).sum(axis=1)
+    return counts, np.exp(logp)
+
+
+def anchor_tables(lam: np.ndarray, k: int, setting: str) -> tuple[np.ndarray, np.ndarray]:
+    """Counts ``(M, C)`` over all classes and per-anchor weights ``(M, C)`` (column ``y``).
+
+    Private: trusts its inputs. For SCL, multisets containing the anchor's class get weight 0.
+    """
+    c = lam.size
+    counts = _count_matrix(c, k)
+    logm = _log_multinomial(counts, k)
+    q = negative_distribution(lam, setting=setting)  # (C, C)
+    with np.errstate(divide="ignore"):
+        logq = np.log(q)  # -inf on the SCL diagonal
+    weights = np.empty((counts.shape[0], c))
+    with np.errstate(invalid="ignore"):
+        for y in range(c):
+            lp = logm + np.where(counts > 0, counts * logq[y], 0.0).sum(axis=1)
+            weights[:, y] = np.exp(lp)
+    return counts, weights

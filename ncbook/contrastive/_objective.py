@@ -1,0 +1,139 @@
+"""The contrastive risk over class-mean Gram matrices: value, gradient and row Hessians.
+
+Private module: the classes trust their inputs (validated by the public functions).
+
+Letters: ``C`` classes, ``k`` negatives, ``M`` multisets, ``t`` temperature. The Gram matrix
+``A`` (C, C) has a unit diagonal; row ``y`` of the risk only depends on ``A[y, c]``, ``c != y``,
+through ``E[y, c] = exp((A[y, c] - 1) / t)`` (``E[y, y] = 1``: a collision is a constant).
+
+For one anchor class ``y`` the term is ``sum_n w_n(y) h(1 + sum_c n_c E[y, c])`` with
+``h = log`` (InfoNCE) or ``h(D) = D - 1`` (sum of exponentials, ``psi(z) = sum_j exp(z_j / t)``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._multisets import anchor_tables, negative_distribution
+
+PSIS = ("infonce", "exp")
+
+
+def _exp_gram(a: np.ndarray, t: float) -> np.ndarray:
+    e = np.exp((a - 1.0) / t)
+    np.fill_diagonal(e, 1.0)
+    return e
+
+
+class MultisetRisk:
+    """InfoNCE risk averaged exactly over the multisets of ``k`` negatives."""
+
+    def __init__(self, lam: np.ndarray, k: int, setting: str, t: float):
+        self.lam, self.k, self.t = lam, k, t
+        self.counts, weights = anchor_tables(lam, k, setting)
+        self.cf = self.counts.astype(np.float64)  # (M, C)
+        self.lw = weights * lam[None, :]  # (M, C): lambda_y * w_n(y)
+        self._nn = None
+
+    def _d(self, a):
+        e = _exp_gram(a, self.t)
+        return e, 1.0 + self.cf @ e.T  # (M, C): column y is the anchor class
+
+    def value(self, a: np.ndarray) -> float:
+        _, d = self._d(a)
+        return float(np.sum(self.lw * np.log(d)))
+
+    def grad(self, a: np.ndarray):
+        e, d = self._d(a)
+        value = float(np.sum(self.lw * np.log(d)))
+        ge = (self.lw / d).T @ self.cf  # (C, C): d value / d E[y, c]
+        p = ge * e / self.t
+        np.fill_diagonal(p, 0.0)
+        return value, p
+
+    def _pairs(self):
+        if self._nn is None:
+            c = self.cf.shape[1]
+            self._nn = (self.cf[:, :, None] * self.cf[:, None, :]).reshape(-1, c * c)
+        return self._nn
+
+    def hess(self, a: np.ndarray) -> np.ndarray:
+        """Row Hessians ``H[y] = d^2 (row y term) / dA[y, :]^2``, shape (C, C, C)."""
+        e, d = self._d(a)
+        c = e.shape[0]
+        ge = (self.lw / d).T @ self.cf
+        s = -self.lw / d**2  # h'' = -1 / D^2
+        hq = (s.T @ self._pairs()).reshape(c, c, c)
+        h = hq * e[:, :, None] * e[:, None, :] / self.t**2
+        idx = np.arange(c)
+        h[:, idx, idx] += ge * e / self.t**2
+        return h
+
+
+class ExpRisk:
+    """Sum-of-exponentials risk, ``psi(z) = sum_j exp(z_j / t)``: linear in the counts, so
+    the average over negatives is ``k sum_c q(c|y) E[y, c]`` for every ``k``."""
+
+    def __init__(self, lam: np.ndarray, k: int, setting: str, t: float):
+        self.t = t
+        self.coef = float(k) * lam[:, None] * negative_distribution(lam, setting=setting)  # (C, C)
+
+    def value(self, a):
+        return float(np.sum(self.coef * _exp_gram(a, self.t)))
+
+    def grad(self, a):
+        e = _exp_gram(a, self.t)
+        p = self.coef * e / self.t
+        np.fill_diagonal(p, 0.0)
+        return float(np.sum(self.coef * e)), p
+
+    def hess(self, a):
+        e = _exp_gram(a, self.t)
+        c = e.shape[0]
+        h = np.zeros((c, c, c))
+        idx = np.arange(c)
+        h[:, idx, idx] = self.coef * e / self.t**2
+        return h
+
+
+class LargeKRisk:
+    """Large-``k`` InfoNCE limit (``log k`` dropped): ``sum_y lambda_y log sum_c q(c|y) E[y, c]``."""
+
+    def __init__(self, lam: np.ndarray, setting: str, t: float):
+        self.lam, self.t = lam, t
+        self.q = negative_distribution(lam, setting=setting)
+
+    def _z(self, a):
+        e = _exp_gram(a, self.t)
+        qe = self.q * e
+        return e, qe, qe.sum(axis=1)
+
+    def value(self, a):
+        _, _, z = self._z(a)
+        return float(self.lam @ np.log(z))
+
+    def grad(self, a):
+        _, qe, z = self._z(a)
+        p = self.lam[:, None] * qe / z[:, None] / self.t
+        np.fill_diagonal(p, 0.0)
+        return float(self.lam @ np.log(z)), p
+
+    def hess(self, a):
+        _, qe, z = self._z(a)
+        pi = qe / z[:, None]  # (C, C)
+        c = pi.shape[0]
+        h = -pi[:, :, None] * pi[:, None, :]
+        idx = np.arange(c)
+        h[:, idx, idx] += pi
+        return h * (self.lam / self.t**2)[:, None, None]
+
+
+def make_risk(lam, k, setting, t, psi, objective):
+    """Build the private risk object for ``objective`` in ``{"multiset", "large_k"}``."""
+    if psi == "exp":
+        if objective == "large_k":
+            raise ValueError("psi='exp' has a closed form for every k; use method='exact' instead of 'large_k'.")
+        return ExpRisk(lam, k, setting, t)
+    if objective == "large_k":
+        return LargeKRisk(lam, setting, t)
+    return MultisetRisk(lam, k, setting, t)

@@ -1,0 +1,138 @@
+"""The contrastive risk of class-mean Gram matrices (the paper's lower bound).
+
+Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature.
+
+With features collapsed onto unit-norm class means ``mu_c``, ``A = M M^T`` (C, C) and
+positives drawn independently from the anchor's class (so ``s_+ = 1``), the risk is
+
+.. math::
+
+    S(A) = \\sum_y \\lambda_y \\sum_{|n| = k} \\frac{k!}{\\prod_c n_c!} \\prod_c q(c|y)^{n_c}
+           \\log\\Big(1 + \\sum_c n_c e^{(A_{yc} - 1)/t}\\Big)
+
+for InfoNCE, and its large-``k`` limit ``S_inf(A) = sum_y lambda_y log sum_c q(c|y) e^{(A_yc - 1)/t}``.
+
+References
+----------
+Nguyen, Aeron, Brown, Ishwar, arXiv:2605.11291 (2026), the lower bound of Section 3 and the
+convex program over correlation matrices; van den Oord, Li, Vinyals, arXiv:1807.03748 (InfoNCE).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import as_float64, check_in, check_positive, check_probabilities, check_symmetric
+from ._multisets import SETTINGS, _check_k, num_multiset_terms
+from ._objective import PSIS, make_risk
+
+__all__ = ["cl_risk", "cl_risk_gradient", "MAX_TERMS"]
+
+MAX_TERMS = 5_000_000
+
+
+def _check_k_or_inf(k):
+    if isinstance(k, float) and math.isinf(k) and k > 0:
+        return math.inf
+    return _check_k(k)
+
+
+def _check_problem(class_probs, k, setting, t, psi, *, large_k=False):
+    lam = check_probabilities(class_probs)
+    if lam.size < 2:
+        raise ValueError(f"class_probs must hold at least 2 classes; got {lam.size}.")
+    k = _check_k_or_inf(k)
+    check_in("setting", setting, SETTINGS)
+    t = check_positive("t", t)
+    check_in("psi", psi, PSIS)
+    if setting == "scl" and lam.size < 2:
+        raise ValueError("setting='scl' needs at least 2 classes.")
+    objective = "large_k" if (large_k or k == math.inf) else "multiset"
+    if objective == "multiset" and psi == "infonce":
+        terms = num_multiset_terms(lam.size, k, setting=setting)
+        if terms > MAX_TERMS:
+            raise ValueError(
+                f"the multiset risk for C = {lam.size}, k = {k} has {terms} terms (> {MAX_TERMS}); "
+                "use the large-k limit (k=math.inf, or method='large_k')."
+            )
+    if objective == "large_k" and psi == "exp":
+        raise ValueError("psi='exp' has a closed form for every finite k; pass a finite k.")
+    return lam, k, t, objective
+
+
+def _check_gram(gram, num_classes):
+    check_symmetric("gram", gram, atol=1e-8)
+    a = as_float64(gram)
+    if a.shape[0] != num_classes:
+        raise ValueError(f"gram must be ({num_classes}, {num_classes}) to match class_probs; got {a.shape}.")
+    if not np.allclose(np.diag(a), 1.0, atol=1e-6):
+        raise ValueError(
+            f"gram must have a unit diagonal (class means on the unit sphere); got diagonal {np.diag(a)}."
+        )
+    return (a + a.T) / 2
+
+
+def cl_risk(gram, class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce") -> float:
+    r"""Contrastive risk ``S(A)`` of a class-mean Gram matrix ``A``.
+
+    Parameters
+    ----------
+    gram : array-like of shape (C, C)
+        Symmetric, unit diagonal (cosines of unit-norm class means).
+    class_probs : array-like of shape (C,)
+        ``lambda``, strictly positive, summing to 1.
+    k : int or math.inf
+        Negatives per anchor; ``math.inf`` gives the large-``k`` limit ``S_inf`` (``log k`` dropped).
+    setting : {"ucl", "scl"}
+        Unsupervised (negatives from the data) or supervised (negatives from other classes).
+    t : float
+        Temperature ``> 0``.
+    psi : {"infonce", "exp"}
+        ``log(1 + sum_j exp(z_j / t))`` or ``sum_j exp(z_j / t)``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Bad probabilities, ``k < 1``, a Gram matrix that is not symmetric with unit diagonal,
+        or a multiset sum too large to enumerate.
+
+    References
+    ----------
+    Nguyen et al., arXiv:2605.11291 (2026), Section 3.
+
+    Examples
+    --------
+    >>> from ncbook.geometry import etf_gram
+    >>> round(cl_risk(etf_gram(3), [1/3, 1/3, 1/3], 1), 8)
+    0.36532458
+    """
+    lam, k, t, objective = _check_problem(class_probs, k, setting, t, psi)
+    a = _check_gram(gram, lam.size)
+    return make_risk(lam, k, setting, t, psi, objective).value(a)
+
+
+def cl_risk_gradient(gram, class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce"):
+    r"""Gradient of :func:`cl_risk` over the off-diagonal entries, as a symmetric matrix.
+
+    Returns ``G`` (C, C) with zero diagonal such that ``dS = <G, dA>`` for every symmetric
+    ``dA`` with zero diagonal, i.e. ``G[i, j] = (1/2) dS / dA_{ij}`` where ``A_ij = A_ji`` move together.
+
+    Parameters
+    ----------
+    gram, class_probs, k, setting, t, psi
+        As in :func:`cl_risk`.
+
+    Returns
+    -------
+    ndarray of shape (C, C), float64.
+    """
+    lam, k, t, objective = _check_problem(class_probs, k, setting, t, psi)
+    a = _check_gram(gram, lam.size)
+    _, p = make_risk(lam, k, setting, t, psi, objective).grad(a)
+    return (p + p.T) / 2

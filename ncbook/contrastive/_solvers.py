@@ -1,0 +1,296 @@
+"""Solvers for the convex program ``min S(A)`` over correlation matrices (the elliptope).
+
+Letters: ``C`` classes, ``m = C (C - 1) / 2`` free entries ``x`` of ``A`` (its upper triangle).
+
+Three routes, all certified by the same duality bound (:func:`gap_certificate`):
+
+* ``"newton"`` -- a log-barrier path-following method written for this problem: the risk's
+  Hessian is cheap (row blocks), so each Newton step is one ``m x m`` solve. The C = 20, k = 4
+  program (177,100 multiset terms) takes seconds instead of minutes.
+* ``"bm"`` -- Burer-Monteiro: ``A = U U^T`` with unit rows ``U`` (C, r), L-BFGS on ``U``
+  (first-order, for sizes where ``m x m`` solves are too slow).
+* ``"CLARABEL"`` / ``"SCS"`` -- the plain cvxpy formulation (a reference; slow beyond ~1e5 terms).
+
+References
+----------
+Nguyen et al., arXiv:2605.11291 (2026) (the program); Boyd and Vandenberghe, *Convex
+Optimization* (2004), Sec. 11.3 (barrier method); Burer and Monteiro, Math. Program. 95 (2003).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize
+
+__all__ = ["GramResult", "gap_certificate"]
+
+
+@dataclass(frozen=True)
+class GramResult:
+    """Result of a Gram-matrix solve.
+
+    Attributes
+    ----------
+    solution : ndarray of shape (C, C)
+        The optimal correlation matrix ``A*``.
+    objective : float
+        ``S(A*)`` (for ``method="large_k"``: ``S_inf(A*)``).
+    status : str
+        ``"optimal"``, ``"optimal_inaccurate"`` or ``"max_iter"``.
+    iterations : int
+        Newton steps, L-BFGS iterations, or interior-point iterations of the cvxpy solver.
+    seconds : float
+        Wall time of the solve.
+    gap : float
+        Certified bound on ``S(A) - S*`` (see :func:`gap_certificate`).
+    method, solver : str
+        The route taken.
+    """
+
+    solution: np.ndarray = field(repr=False)
+    objective: float
+    status: str
+    iterations: int
+    seconds: float
+    gap: float
+    method: str
+    solver: str
+
+
+def gap_certificate(grad_sym: np.ndarray, gram: np.ndarray) -> float:
+    r"""Certified bound on ``S(A) - min S`` at a feasible ``A`` from the gradient ``G``.
+
+    With ``y_i = -(G A)_{ii}`` and ``Z = G + Diag(y)``, convexity gives for every feasible ``B``
+    ``S(B) >= S(A) + <Z, B> - <Z, A>``; ``<Z, A> = 0`` and ``<Z, B> >= C lambda_min(Z)``, so
+    ``S(A) - S* <= C max(0, -lambda_min(Z))``. It is 0 exactly at the optimum (``Z`` is then the
+    dual certificate of the KKT conditions ``Z >= 0, Z A = 0``).
+
+    Parameters
+    ----------
+    grad_sym : ndarray of shape (C, C)
+        Symmetric gradient over off-diagonal entries (any diagonal).
+    gram : ndarray of shape (C, C)
+        A feasible correlation matrix.
+
+    Returns
+    -------
+    float >= 0
+    """
+    g = grad_sym - np.diag(np.diag(grad_sym))
+    z = g - np.diag(np.einsum("ij,ji->i", g, gram))  # Z = G + Diag(y), y_i = -(G A)_ii
+    lmin = float(np.linalg.eigvalsh((z + z.T) / 2)[0])
+    return gram.shape[0] * max(0.0, -lmin)
+
+
+def _pairs(c):
+    i, j = np.triu_indices(c, 1)
+    pidx = np.full((c, c), -1)
+    pidx[i, j] = np.arange(i.size)
+    pidx[j, i] = np.arange(i.size)
+    return i, j, pidx
+
+
+def _to_gram(x, i, j, c):
+    a = np.eye(c)
+    a[i, j] = x
+    a[j, i] = x
+    return a
+
+
+def _pair_hessian(h_rows, pidx):
+    c = pidx.shape[0]
+    m = c * (c - 1) // 2
+    hx = np.zeros((m, m))
+    for y in range(c):
+        others = np.flatnonzero(np.arange(c) != y)
+        idx = pidx[y, others]
+        hx[np.ix_(idx, idx)] += h_rows[y][np.ix_(others, others)]
+    return hx
+
+
+def _phi(risk, a, mu):
+    try:
+        chol = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        return np.inf, None
+    return risk.value(a) - 2.0 * mu * np.log(np.diag(chol)).sum(), chol
+
+
+def _solve_newton(risk, c, *, tol, max_iter, shrink=0.1):
+    """Log-barrier path following on ``S(A) - mu log det A``, Newton steps in ``x``."""
+    i, j, pidx = _pairs(c)
+    x = np.zeros(i.size)
+    a = np.eye(c)
+    mu, iters, status = 1.0, 0, "max_iter"
+    while iters < max_iter:
+        final = c * mu <= tol
+        for _ in range(60):
+            iters += 1
+            phi0, chol = _phi(risk, a, mu)
+            _, p = risk.grad(a)
+            b = sla.cho_solve((chol, True), np.eye(c))
+            g = p[i, j] + p[j, i] - 2.0 * mu * b[i, j]
+            hb = 2.0 * mu * (b[np.ix_(i, j)] * b[np.ix_(j, i)] + b[np.ix_(i, i)] * b[np.ix_(j, j)])
+            hx = _pair_hessian(risk.hess(a), pidx) + hb
+            try:
+                dx = sla.solve(hx, -g, assume_a="pos")
+            except (np.linalg.LinAlgError, ValueError):
+                dx = np.linalg.lstsq(hx, -g, rcond=None)[0]
+            dec = float(-g @ dx)
+            step = 1.0
+            while step > 1e-14:
+                a_new = _to_gram(x + step * dx, i, j, c)
+                phi1, _ = _phi(risk, a_new, mu)
+                if phi1 <= phi0 - 0.25 * step * dec or (dec < 1e-9 * mu and np.isfinite(phi1)):
+                    break
+                step *= 0.5
+            x = x + step * dx
+            a = _to_gram(x, i, j, c)
+            if dec <= (1e-10 if final else 1e-2) * mu or iters >= max_iter:
+                break
+        if final:
+            status = "optimal"
+            break
+        mu *= shrink
+    return a, iters, status
+
+
+def _solve_bm(risk, c, *, rank, tol, max_iter, seed):
+    """Burer-Monteiro: unit rows ``U = V / |V|``, ``A = U U^T``, L-BFGS on ``V``."""
+    r = c if rank is None else int(rank)
+    rng = np.random.default_rng(seed)
+    v0 = rng.standard_normal((c, r))
+
+    def fun(vflat):
+        v = vflat.reshape(c, r)
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        u = v / norms
+        a = u @ u.T
+        np.fill_diagonal(a, 1.0)
+        val, p = risk.grad(a)
+        gu = (p + p.T) @ u  # d S / d U for symmetric A = U U^T (zero-diagonal G = (P + P^T) / 2)
+        gv = (gu - u * np.sum(u * gu, axis=1, keepdims=True)) / norms
+        return val, gv.ravel()
+
+    res = minimize(fun, v0.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter, "maxcor": 50, "ftol": 0.0, "gtol": 1e-13, "maxfun": 4 * max_iter})
+    u = res.x.reshape(c, r)
+    u = u / np.linalg.norm(u, axis=1, keepdims=True)
+    u, extra = _polish_bb(fun, u, max_iter=max_iter)
+    a = u @ u.T
+    np.fill_diagonal(a, 1.0)
+    return a, int(res.nit) + extra, "optimal"
+
+
+def _polish_bb(fun, u, *, max_iter, gtol=1e-13):
+    """Barzilai-Borwein Riemannian gradient steps on the product of spheres.
+
+    L-BFGS stops once objective differences drop below round-off; BB steps use gradients
+    only, so they keep converging to the accuracy of the gradient."""
+    c, r = u.shape
+    _, g = fun(u.ravel())
+    g = g.reshape(c, r)
+    step, it = 1e-2, 0
+    for it in range(1, max_iter + 1):
+        if np.abs(g).max() < gtol:
+            break
+        v = u - step * g
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        _, g_new = fun(v.ravel())
+        g_new = g_new.reshape(c, r)
+        s, yv = (v - u).ravel(), (g_new - g).ravel()
+        sy = float(s @ yv)
+        step = float(s @ s) / sy if (it % 2 and sy > 0) else (sy / float(yv @ yv) if sy > 0 else step)
+        u, g = v, g_new
+    return u, it
+
+
+def _solve_cvxpy(lam, k, setting, t, psi, objective, solver, tol, max_iter):
+    import cvxpy as cp
+
+    from ._multisets import anchor_tables, negative_distribution
+
+    c = lam.size
+    a = cp.Variable((c, c), PSD=True)
+    terms = []
+    if psi == "exp" or objective == "large_k":
+        q = negative_distribution(lam, setting=setting)
+        for y in range(c):
+            sup = np.flatnonzero(q[y] > 0)
+            u = (a[y, sup] - 1.0) / t
+            if psi == "exp":
+                terms.append(lam[y] * k * (q[y, sup] @ cp.exp(u)))
+            else:
+                terms.append(lam[y] * cp.log_sum_exp(np.log(q[y, sup]) + u))
+    else:
+        counts, weights = anchor_tables(lam, k, setting)
+        support = counts > 0
+        sizes = support.sum(axis=1)
+        for y in range(c):
+            u = (a[y, :] - 1.0) / t
+            for s in np.unique(sizes):
+                rows = np.flatnonzero((sizes == s) & (weights[:, y] > 0))
+                if rows.size == 0:
+                    continue
+                idx = np.nonzero(support[rows])[1].reshape(rows.size, s)  # (M_s, s) classes present
+                logn = np.log(np.take_along_axis(counts[rows], idx, axis=1))
+                z = cp.reshape(u[idx.ravel()], (rows.size, s), order="C") + logn
+                z = cp.hstack([np.zeros((rows.size, 1)), z])
+                terms.append(lam[y] * (weights[rows, y] @ cp.log_sum_exp(z, axis=1)))
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.hstack(terms))), [cp.diag(a) == 1])
+    opts = {}
+    if solver == "CLARABEL":
+        opts = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "max_iter": max_iter}
+    elif solver == "SCS":
+        opts = {"eps_abs": tol, "eps_rel": tol, "max_iters": max(max_iter, 100000)}
+    prob.solve(solver=solver, **opts)
+    iters = prob.solver_stats.num_iters if prob.solver_stats and prob.solver_stats.num_iters else 0
+    sol = None if a.value is None else (a.value + a.value.T) / 2
+    return sol, int(iters), prob.status
+
+
+def _one_blas_thread():
+    """Small dense linear algebra runs fastest single-threaded (threaded BLAS spins on busy machines)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def run_solver(risk, lam, k, setting, t, psi, objective, solver, *, tol, max_iter, rank, seed, allow_inaccurate):
+    """Dispatch, certify, and build the :class:`GramResult` (private)."""
+    c = lam.size
+    start = time.perf_counter()
+    if solver == "newton":
+        with _one_blas_thread():
+            sol, iters, status = _solve_newton(risk, c, tol=tol, max_iter=max_iter or 400)
+    elif solver == "bm":
+        with _one_blas_thread():
+            sol, iters, status = _solve_bm(risk, c, rank=rank, tol=tol, max_iter=max_iter or 20000, seed=seed)
+    else:
+        sol, iters, status = _solve_cvxpy(lam, k, setting, t, psi, objective, solver, tol, max_iter or 500)
+        if sol is None or status not in ("optimal", "optimal_inaccurate"):
+            raise RuntimeError(
+                f"the {solver} solve returned status {status!r} and no usable solution; "
+                "try solver='newton' or a looser tol."
+            )
+    seconds = time.perf_counter() - start
+    np.fill_diagonal(sol, 1.0)
+    value, p = risk.grad(sol)
+    gap = gap_certificate((p + p.T) / 2, sol)
+    if solver in ("newton", "bm") and status == "optimal" and gap > max(100.0 * tol, 1e-9):
+        status = "optimal_inaccurate"
+    if status != "optimal":
+        msg = (f"{solver} solve ended with status {status!r} (certified gap {gap:.2e}, tol {tol:.0e}); "
+               "pass allow_inaccurate=True to accept it, or raise max_iter.")
+        if not allow_inaccurate:
+            raise RuntimeError(msg)
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    return GramResult(sol, value, status, iters, seconds, gap, objective, solver)

@@ -1,0 +1,172 @@
+"""Generalized contrastive losses with ``k`` negatives per anchor, and UCL/SCL sampling.
+
+Letters: ``n`` anchors, ``k`` negatives per anchor, ``d`` feature dimension, ``t`` temperature.
+
+With similarities ``s_+ = <f(x), f(x+)>`` and ``s_j = <f(x), f(x_j^-)>`` the loss is
+``psi(s_1 - s_+, ..., s_k - s_+)`` for a strictly convex, argument-wise increasing ``psi``:
+InfoNCE ``psi(z) = log(1 + sum_j exp(z_j / t))`` or the sum of exponentials
+``psi(z) = sum_j exp(z_j / t)``.
+
+References
+----------
+van den Oord, Li, Vinyals, "Representation learning with contrastive predictive coding",
+arXiv:1807.03748 (2018) (InfoNCE); Nguyen, Aeron, Brown, Ishwar, arXiv:2605.11291 (2026),
+Section 2 (the generalized loss, UCL and SCL sampling).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .._validation import check_in, check_labels, check_matrix, check_positive, reduce
+
+__all__ = [
+    "info_nce",
+    "generalized_contrastive_loss",
+    "GeneralizedContrastiveLoss",
+    "contrastive_batch_indices",
+]
+
+_PSIS = ("infonce", "exp")
+
+
+def _similarities(anchor, positive, negatives, normalize):
+    check_matrix("anchor", anchor)
+    n, d = anchor.shape
+    check_matrix("positive", positive, shape=(n, d))
+    check_matrix("negatives", negatives, ndim=3, shape=(n, None, d))
+    if normalize:
+        anchor, positive, negatives = (F.normalize(v, dim=-1) for v in (anchor, positive, negatives))
+    s_pos = (anchor * positive).sum(-1)  # (n,)
+    s_neg = torch.einsum("nd,nkd->nk", anchor, negatives)  # (n, k)
+    return s_neg - s_pos[:, None]  # (n, k): z_j = s_j - s_+
+
+
+def generalized_contrastive_loss(
+    anchor: torch.Tensor,
+    positive: torch.Tensor,
+    negatives: torch.Tensor,
+    *,
+    t: float = 1.0,
+    psi: str | Callable[[torch.Tensor], torch.Tensor] = "infonce",
+    normalize: bool = True,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""``psi(s_1 - s_+, ..., s_k - s_+)`` per anchor.
+
+    Parameters
+    ----------
+    anchor, positive : Tensor of shape (n, d)
+    negatives : Tensor of shape (n, k, d)
+        Row ``i`` holds the ``k`` negatives of anchor ``i``.
+    t : float
+        Temperature ``> 0``.
+    psi : {"infonce", "exp"} or callable
+        ``"infonce"``: ``log(1 + sum_j exp(z_j / t))``; ``"exp"``: ``sum_j exp(z_j / t)``;
+        a callable receives ``z / t`` of shape (n, k) and returns (n,).
+    normalize : bool
+        L2-normalise the features first (the theory puts them on the unit sphere).
+    reduction : {"none", "mean", "sum"}
+
+    Returns
+    -------
+    Tensor of shape (n,) for ``reduction="none"``, else a scalar.
+
+    Shape
+    -----
+    anchor (n, d), positive (n, d), negatives (n, k, d) -> (n,) or ().
+    """
+    t = check_positive("t", t)
+    if not callable(psi):
+        check_in("psi", psi, _PSIS)
+    z = _similarities(anchor, positive, negatives, normalize) / t
+    if psi == "infonce":
+        losses = torch.logsumexp(F.pad(z, (1, 0)), dim=-1)  # log(1 + sum exp) stably
+    elif psi == "exp":
+        losses = z.exp().sum(-1)
+    else:
+        losses = psi(z)
+    return reduce(losses, reduction)
+
+
+def info_nce(anchor, positive, negatives, t: float = 1.0, *, normalize: bool = True, reduction: str = "mean"):
+    r"""InfoNCE with ``k`` explicit negatives: ``log(1 + sum_j exp((s_j - s_+) / t))``.
+
+    Equal to the cross-entropy of the logits ``[s_+, s_1, ..., s_k] / t`` at label 0. Arguments as in
+    :func:`generalized_contrastive_loss`.
+
+    Examples
+    --------
+    >>> a = torch.tensor([[1.0, 0.0]]); p = torch.tensor([[1.0, 0.0]]); neg = torch.tensor([[[-1.0, 0.0]]])
+    >>> round(float(info_nce(a, p, neg)), 6)  # log(1 + e^{-2})
+    0.126928
+    """
+    return generalized_contrastive_loss(anchor, positive, negatives, t=t, psi="infonce", normalize=normalize,
+                                        reduction=reduction)
+
+
+class GeneralizedContrastiveLoss(nn.Module):
+    """Module form of :func:`generalized_contrastive_loss` (holds ``t``, ``psi``, ``reduction``)."""
+
+    def __init__(self, t: float = 1.0, psi="infonce", *, normalize: bool = True, reduction: str = "mean"):
+        super().__init__()
+        self.t, self.psi, self.normalize, self.reduction = t, psi, normalize, reduction
+
+    def forward(self, anchor, positive, negatives):
+        return generalized_contrastive_loss(anchor, positive, negatives, t=self.t, psi=self.psi,
+                                            normalize=self.normalize, reduction=self.reduction)
+
+
+def contrastive_batch_indices(labels, num_anchors: int, k: int, *, setting: str = "ucl",
+                              generator: torch.Generator | None = None):
+    r"""Draw anchors, positives and ``k`` negatives per anchor, as indices into ``labels``.
+
+    Anchors are uniform over samples (so class ``y`` comes with probability ``lambda_y``); each
+    positive is drawn uniformly and independently from the anchor's class (it may be the anchor
+    itself); UCL negatives are uniform over all samples (``q(c|y) = lambda_c``), SCL negatives
+    uniform over the samples of the other classes (``q(c|y) = lambda_c / (1 - lambda_y)``).
+
+    Parameters
+    ----------
+    labels : Tensor of shape (N,), int64
+    num_anchors : int
+    k : int
+        Negatives per anchor, ``>= 1``.
+    setting : {"ucl", "scl"}
+    generator : torch.Generator, optional
+
+    Returns
+    -------
+    anchor_idx : LongTensor (num_anchors,)
+    positive_idx : LongTensor (num_anchors,)
+    negative_idx : LongTensor (num_anchors, k)
+
+    Raises
+    ------
+    ValueError
+        ``k < 1``, unknown setting, or SCL with a single class.
+    """
+    labels = check_labels(labels)
+    check_in("setting", setting, ("ucl", "scl"))
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k (negatives per anchor) must be an integer >= 1; got {k!r}.")
+    order = torch.argsort(labels, stable=True)
+    counts = torch.bincount(labels)
+    starts = torch.cumsum(counts, 0) - counts
+    n = labels.numel()
+    anchor = torch.randint(n, (num_anchors,), generator=generator)
+    y = labels[anchor]
+    u = torch.rand(num_anchors, generator=generator)
+    positive = order[starts[y] + (u * counts[y]).long().clamp_max(counts[y] - 1)]
+    if setting == "ucl":
+        return anchor, positive, torch.randint(n, (num_anchors, k), generator=generator)
+    others = (n - counts[y])[:, None]  # (B, 1)
+    if int(others.min()) == 0:
+        raise ValueError("setting='scl' needs at least two classes with samples.")
+    r = (torch.rand(num_anchors, k, generator=generator) * others).long().clamp_max(others - 1)
+    r = torch.where(r >= starts[y][:, None], r + counts[y][:, None], r)  # skip the anchor's class block
+    return anchor, positive, order[r]

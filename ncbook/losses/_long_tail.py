@@ -1,0 +1,474 @@
+r"""Long-tailed baselines: weighted CE, focal, LDAM(-DRW), logit adjustment and influence-balanced loss.
+
+Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``n_c`` training
+samples of class ``c``, ``pi_c = n_c / sum_k n_k`` the training prior. Logits are
+``(n, C)``, features ``(n, d)``, labels ``(n,)`` int64.
+
+Normalisers of ``reduction="mean"`` (they differ between public implementations,
+and they change the effective learning rate):
+
+==========================  =====================================================
+loss                        ``"mean"`` divides by
+==========================  =====================================================
+:func:`weighted_cross_entropy`  ``normalizer="weights"`` (default): the sum of
+                            ``w_{y_i}`` over the batch, as ``torch.nn.CrossEntropyLoss(weight=...)``
+                            (Inv-Freq, CB, and LDAM-DRW's deferred weights);
+                            ``normalizer="batch"``: the batch size ``n``.
+:func:`focal_loss`          ``n`` (as the LDAM-DRW and IB code).
+:func:`ldam_loss`           sum of ``w_{y_i}`` (``F.cross_entropy(weight=...)``, as LDAM-DRW).
+:func:`logit_adjusted_loss` ``n``.
+:func:`ib_loss`             ``n`` (as the IB code); the inverse-reweighted CE of
+                            :mod:`ncbook.reweighting` also divides by ``n``.
+==========================  =====================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .._validation import check_counts, check_in, check_nonnegative, check_positive, check_reduction, reduce
+from ..reweighting import effective_number_weights, inverse_frequency_weights
+
+__all__ = [
+    "FocalLoss",
+    "IBLoss",
+    "LDAMLoss",
+    "LogitAdjustedLoss",
+    "WeightedCrossEntropy",
+    "focal_loss",
+    "ib_loss",
+    "ldam_loss",
+    "ldam_margins",
+    "logit_adjusted_loss",
+    "logit_adjustment",
+    "weighted_cross_entropy",
+]
+
+
+# ----------------------------------------------------------------------------- weighted CE
+def weighted_cross_entropy(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    weight: Any = None,
+    *,
+    normalizer: str = "weights",
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""Class-weighted cross-entropy with an explicit normaliser.
+
+    .. math:: \mathcal L = \frac{\sum_i w_{y_i} \mathrm{CE}_i}{Z}, \quad
+              Z = \sum_i w_{y_i} \ (\text{"weights"}) \ \text{or} \ n \ (\text{"batch"})
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, C)
+    labels : Tensor of shape (n,), int64
+    weight : array-like of shape (C,), optional
+        Class weights ``w_c >= 0``; all ones by default (plain CE).
+    normalizer : {"weights", "batch"}, default "weights"
+        Used by ``reduction="mean"`` only. ``"weights"`` reproduces
+        ``torch.nn.CrossEntropyLoss(weight=w)``.
+    reduction : {"none", "mean", "sum"}
+
+    Returns
+    -------
+    Tensor: scalar, or (n,) per-sample ``w_{y_i} CE_i`` for ``"none"``.
+
+    References
+    ----------
+    Inverse-frequency weights: e.g. the ``IBReweight`` rule of Park et al. 2021;
+    class-balanced weights: Cui et al., CVPR 2019, arXiv:1901.05555.
+    """
+    c = _check_logits_labels(logits, labels)
+    check_in("normalizer", normalizer, ("weights", "batch"))
+    check_reduction(reduction)
+    ce = F.cross_entropy(logits, labels, reduction="none")
+    if weight is None:
+        return reduce(ce, reduction)
+    w = _as_class_vector("weight", weight, c).to(logits)[labels]
+    if reduction == "mean" and normalizer == "weights":
+        return (w * ce).sum() / w.sum()
+    return reduce(w * ce, reduction)
+
+
+class WeightedCrossEntropy(nn.Module):
+    """Module form of :func:`weighted_cross_entropy`; ``weight`` is a buffer (or ``None``)."""
+
+    def __init__(self, weight: Any = None, *, normalizer: str = "weights", reduction: str = "mean") -> None:
+        super().__init__()
+        self.normalizer = check_in("normalizer", normalizer, ("weights", "batch"))
+        self.reduction = check_reduction(reduction)
+        self.register_buffer("weight", None if weight is None else _as_class_vector("weight", weight, None))
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return weighted_cross_entropy(logits, labels, self.weight, normalizer=self.normalizer, reduction=self.reduction)
+
+
+# ----------------------------------------------------------------------------- focal
+def focal_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    gamma: float = 1.0,
+    weight: Any = None,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""Focal loss, ``w_{y_i} (1 - p_{i,y_i})^gamma CE_i``.
+
+    ``gamma = 0`` is (weighted) cross-entropy. Lin et al. use ``gamma = 2`` for
+    detection; the LDAM-DRW and IB long-tail code use ``gamma = 1`` (the default here).
+    Here ``p_t`` comes from the unweighted softmax; the public long-tail code computes
+    it as ``exp(-w_y CE)``, which differs only when ``weight`` is given.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, C)
+    labels : Tensor of shape (n,), int64
+    gamma : float, default 1.0
+        Focusing exponent ``>= 0``.
+    weight : array-like of shape (C,), optional
+    reduction : {"none", "mean", "sum"}
+        ``"mean"`` divides by ``n``.
+
+    Returns
+    -------
+    Tensor: scalar, or (n,) for ``"none"``.
+
+    Raises
+    ------
+    ValueError
+        If ``gamma < 0``.
+
+    References
+    ----------
+    Lin, Goyal, Girshick, He, Dollár, "Focal Loss for Dense Object Detection", ICCV 2017,
+    eq. (5), arXiv:1708.02002.
+    """
+    c = _check_logits_labels(logits, labels)
+    gamma = check_nonnegative("gamma", gamma)
+    check_reduction(reduction)
+    ce = F.cross_entropy(logits, labels, reduction="none")
+    values = (1.0 - torch.exp(-ce)).clamp(min=0.0).pow(gamma) * ce
+    if weight is not None:
+        values = values * _as_class_vector("weight", weight, c).to(logits)[labels]
+    return reduce(values, reduction)
+
+
+class FocalLoss(nn.Module):
+    """Module form of :func:`focal_loss`."""
+
+    def __init__(self, *, gamma: float = 1.0, weight: Any = None, reduction: str = "mean") -> None:
+        super().__init__()
+        self.gamma = check_nonnegative("gamma", gamma)
+        self.reduction = check_reduction(reduction)
+        self.register_buffer("weight", None if weight is None else _as_class_vector("weight", weight, None))
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return focal_loss(logits, labels, gamma=self.gamma, weight=self.weight, reduction=self.reduction)
+
+
+# ----------------------------------------------------------------------------- LDAM
+def ldam_margins(counts: Any, max_margin: float = 0.5) -> torch.Tensor:
+    r"""LDAM margins ``m_c ∝ n_c^{-1/4}``, scaled so that the largest is ``max_margin``.
+
+    Parameters
+    ----------
+    counts : array-like of shape (C,), int
+    max_margin : float, default 0.5
+
+    Returns
+    -------
+    Tensor of shape (C,), float64.
+
+    References
+    ----------
+    Cao, Wei, Gaidon, Arechiga, Ma, "Learning Imbalanced Datasets with
+    Label-Distribution-Aware Margin Loss", NeurIPS 2019, eq. (13), arXiv:1906.07413.
+    """
+    n = torch.as_tensor(check_counts(counts), dtype=torch.float64)
+    m = n.pow(-0.25)
+    return m * (check_positive("max_margin", max_margin) / m.max())
+
+
+def ldam_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    margins: Any,
+    *,
+    scale: float = 30.0,
+    weight: Any = None,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""LDAM loss ``CE(s (z - m_{y} e_{y}), y)``, optionally class-weighted.
+
+    The margin is subtracted from the true-class logit only, then every logit is
+    multiplied by ``s``. Cao et al. feed it cosine logits (a normalised classifier
+    and normalised features), for which ``s = 30`` is meant.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, C)
+    labels : Tensor of shape (n,), int64
+    margins : array-like of shape (C,)
+        ``m_c >= 0``, e.g. from :func:`ldam_margins`.
+    scale : float, default 30.0
+    weight : array-like of shape (C,), optional
+        Class weights (DRW passes class-balanced weights after its switch epoch).
+    reduction : {"none", "mean", "sum"}
+        ``"mean"`` divides by ``sum_i w_{y_i}`` (``n`` without weights), as
+        ``F.cross_entropy(weight=...)`` in the official code.
+
+    Returns
+    -------
+    Tensor: scalar, or (n,) for ``"none"``.
+
+    References
+    ----------
+    Cao et al., NeurIPS 2019, eq. (10) and Algorithm 1 (DRW), arXiv:1906.07413.
+    """
+    c = _check_logits_labels(logits, labels)
+    m = _as_class_vector("margins", margins, c).to(logits)
+    s = check_positive("scale", scale)
+    shifted = logits - F.one_hot(labels, c).to(logits) * m[labels].unsqueeze(1)
+    return weighted_cross_entropy(s * shifted, labels, weight, normalizer="weights", reduction=reduction)
+
+
+class LDAMLoss(nn.Module):
+    """LDAM with deferred re-weighting (LDAM-DRW): class-balanced weights from ``drw_epoch`` on.
+
+    Parameters
+    ----------
+    counts : array-like of shape (C,), int
+    max_margin : float, default 0.5
+    scale : float, default 30.0
+    drw_epoch : int or None, default 160
+        First epoch with weights (Cao et al.: 160 of 200); ``None`` never reweights (plain LDAM).
+    beta : float, default 0.9999
+        Effective-number parameter of the deferred weights.
+    reduction : {"none", "mean", "sum"}
+
+    Notes
+    -----
+    :meth:`set_epoch` is called by the training loop at each epoch start.
+
+    References
+    ----------
+    Cao et al., NeurIPS 2019, arXiv:1906.07413.
+    """
+
+    def __init__(self, counts: Any, *, max_margin: float = 0.5, scale: float = 30.0, drw_epoch: int | None = 160,
+                 beta: float = 0.9999, reduction: str = "mean") -> None:
+        super().__init__()
+        self.register_buffer("margins", ldam_margins(counts, max_margin))
+        self.register_buffer("drw_weight", effective_number_weights(counts, beta))
+        self.scale = check_positive("scale", scale)
+        self.drw_epoch = _check_epoch("drw_epoch", drw_epoch)
+        self.reduction = check_reduction(reduction)
+        self.register_buffer("epoch", torch.tensor(0, dtype=torch.int64))
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch.fill_(int(epoch))
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        on = self.drw_epoch is not None and int(self.epoch) >= self.drw_epoch
+        return ldam_loss(logits, labels, self.margins, scale=self.scale, weight=self.drw_weight if on else None,
+                         reduction=self.reduction)
+
+
+# ----------------------------------------------------------------------------- logit adjustment
+def logit_adjustment(logits: torch.Tensor, counts: Any, *, tau: float = 1.0) -> torch.Tensor:
+    r"""Post-hoc logit adjustment ``z - tau log pi``; predict with its argmax.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, C)
+    counts : array-like of shape (C,), int
+        Training counts; ``pi_c = n_c / sum_k n_k``.
+    tau : float, default 1.0
+
+    Returns
+    -------
+    Tensor of shape (n, C).
+
+    References
+    ----------
+    Menon, Jayasumana, Rawat, Jain, Veit, Kumar, "Long-tail learning via logit
+    adjustment", ICLR 2021, eq. (9), arXiv:2007.07314.
+    """
+    log_pi = _log_prior(counts, logits)
+    return logits - check_nonnegative("tau", tau) * log_pi
+
+
+def logit_adjusted_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    counts: Any,
+    *,
+    tau: float = 1.0,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""Logit-adjusted cross-entropy ``CE(z + tau log pi, y)``.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, C)
+    labels : Tensor of shape (n,), int64
+    counts : array-like of shape (C,), int
+    tau : float, default 1.0
+    reduction : {"none", "mean", "sum"}
+        ``"mean"`` divides by ``n``.
+
+    References
+    ----------
+    Menon et al., ICLR 2021, eq. (10), arXiv:2007.07314.
+    """
+    _check_logits_labels(logits, labels)
+    check_reduction(reduction)
+    adjusted = logits + check_nonnegative("tau", tau) * _log_prior(counts, logits)
+    return reduce(F.cross_entropy(adjusted, labels, reduction="none"), reduction)
+
+
+class LogitAdjustedLoss(nn.Module):
+    """Module form of :func:`logit_adjusted_loss`; ``log pi`` is a buffer."""
+
+    def __init__(self, counts: Any, *, tau: float = 1.0, reduction: str = "mean") -> None:
+        super().__init__()
+        self.register_buffer("counts", torch.as_tensor(check_counts(counts)))
+        self.tau = check_nonnegative("tau", tau)
+        self.reduction = check_reduction(reduction)
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return logit_adjusted_loss(logits, labels, self.counts, tau=self.tau, reduction=self.reduction)
+
+
+# ----------------------------------------------------------------------------- influence-balanced
+def ib_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    features: torch.Tensor,
+    *,
+    weight: Any = None,
+    alpha: float = 1000.0,
+    eps: float = 1e-3,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""Influence-balanced loss: CE divided by each sample's influence.
+
+    .. math:: \ell_i = w_{y_i} \, \mathrm{CE}_i \,
+              \frac{\alpha}{\lVert \mathrm{softmax}(z_i) - e_{y_i} \rVert_1 \, \lVert h_i \rVert_1 + \epsilon}
+
+    The influence factor is not detached, as in the official code.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (n, C)
+    labels : Tensor of shape (n,), int64
+    features : Tensor of shape (n, d)
+        Penultimate features ``h_i`` (the official code passes their L1 norm).
+    weight : array-like of shape (C,), optional
+        Class weights (the official ``IBReweight`` rule: inverse frequency, sum ``C``).
+    alpha : float, default 1000.0
+    eps : float, default 1e-3
+    reduction : {"none", "mean", "sum"}
+        ``"mean"`` divides by ``n``.
+
+    References
+    ----------
+    Park, Lim, Jeon, Choi, "Influence-Balanced Loss for Imbalanced Visual
+    Classification", ICCV 2021, eq. (7)-(8), arXiv:2110.02444.
+    """
+    c = _check_logits_labels(logits, labels)
+    if not isinstance(features, torch.Tensor) or features.ndim != 2 or features.shape[0] != logits.shape[0]:
+        raise ValueError(f"features must be a tensor of shape ({logits.shape[0]}, d); got {getattr(features, 'shape', type(features))}.")
+    alpha = check_positive("alpha", alpha)
+    eps = check_positive("eps", eps)
+    check_reduction(reduction)
+    grad_norm = (F.softmax(logits, dim=1) - F.one_hot(labels, c).to(logits)).abs().sum(dim=1)  # (n,)
+    influence = grad_norm * features.abs().sum(dim=1)
+    values = F.cross_entropy(logits, labels, reduction="none") * (alpha / (influence + eps))
+    if weight is not None:
+        values = values * _as_class_vector("weight", weight, c).to(logits)[labels]
+    return reduce(values, reduction)
+
+
+class IBLoss(nn.Module):
+    """Influence-balanced loss with its start epoch: plain CE before ``start_epoch``.
+
+    ``needs_features = True`` tells the training loop to call ``loss_fn(logits, labels, features)``.
+
+    Parameters
+    ----------
+    counts : array-like of shape (C,), int, optional
+        If given, class weights are :func:`~ncbook.reweighting.inverse_frequency_weights` (the
+        official ``IBReweight`` rule); otherwise unweighted.
+    alpha : float, default 1000.0
+    start_epoch : int, default 100
+        First epoch of the IB loss (100 of 200 in the official CIFAR recipe).
+    reduction : {"none", "mean", "sum"}
+
+    References
+    ----------
+    Park et al., ICCV 2021, arXiv:2110.02444.
+    """
+
+    needs_features = True
+
+    def __init__(self, counts: Any = None, *, alpha: float = 1000.0, start_epoch: int = 100, eps: float = 1e-3,
+                 reduction: str = "mean") -> None:
+        super().__init__()
+        self.register_buffer("weight", None if counts is None else inverse_frequency_weights(counts))
+        self.alpha = check_positive("alpha", alpha)
+        self.eps = check_positive("eps", eps)
+        self.start_epoch = _check_epoch("start_epoch", start_epoch)
+        self.reduction = check_reduction(reduction)
+        self.register_buffer("epoch", torch.tensor(0, dtype=torch.int64))
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch.fill_(int(epoch))
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        if int(self.epoch) < self.start_epoch:
+            return F.cross_entropy(logits, labels, reduction=self.reduction)
+        return ib_loss(logits, labels, features, weight=self.weight, alpha=self.alpha, eps=self.eps,
+                       reduction=self.reduction)
+
+
+# ----------------------------------------------------------------------------- private helpers
+def _check_logits_labels(logits, labels):
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
+        raise ValueError(f"logits must be a 2-D tensor of shape (n, C); got {getattr(logits, 'shape', type(logits))}.")
+    n, c = logits.shape
+    if not isinstance(labels, torch.Tensor) or labels.shape != (n,) or labels.dtype != torch.int64:
+        raise ValueError(f"labels must be an int64 tensor of shape ({n},); got {getattr(labels, 'shape', type(labels))}.")
+    if n and (int(labels.min()) < 0 or int(labels.max()) >= c):
+        raise ValueError(f"labels must lie in [0, {c}); got range [{int(labels.min())}, {int(labels.max())}].")
+    return c
+
+
+def _as_class_vector(name, x, c):
+    t = x.detach().double() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
+    if t.ndim != 1 or (c is not None and t.numel() != c):
+        raise ValueError(f"{name} must have shape ({c if c is not None else 'C'},); got {tuple(t.shape)}.")
+    if not torch.isfinite(t).all() or (t < 0).any():
+        raise ValueError(f"{name} must be finite and >= 0; got {t.tolist()}.")
+    return t
+
+
+def _log_prior(counts, like):
+    n = torch.as_tensor(check_counts(counts, "counts"), dtype=torch.float64)
+    if n.numel() != like.shape[-1]:
+        raise ValueError(f"counts must have one entry per class ({like.shape[-1]}); got {n.numel()}.")
+    return torch.log(n / n.sum()).to(like)
+
+
+def _check_epoch(name, epoch):
+    if epoch is None:
+        return None
+    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+        raise ValueError(f"{name} must be an integer >= 0 or None; got {epoch!r}.")
+    return int(epoch)

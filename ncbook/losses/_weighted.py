@@ -1,0 +1,540 @@
+r"""Weighted InfoNCE (w-InfoNCE), its entropic lower bound and the prior weight builders.
+
+Letters: ``N`` points (samples, or anchors of a batch), ``d`` embedding dimension,
+``C`` classes, ``p`` label dimension. Embeddings ``z`` are ``(N, d)``; weight matrices
+``W`` are ``(N, N)``, non-negative; their diagonal is ignored everywhere (a point is never
+its own positive or negative).
+
+For an anchor ``i`` the prior weights give a target distribution over the other points,
+``p_ij = w_ij / sum_{k != i} w_ik``, and the latent similarities ``S_ij`` give the model's
+distribution ``q_ij = softmax_{j != i}(S_ij)``. The w-InfoNCE loss is the mean cross-entropy
+
+.. math::
+
+    \mathcal L = \frac1N \sum_i \mathrm{CE}(p_i, q_i)
+               = \frac1N \sum_i \big[H(p_i) + \mathrm{KL}(p_i \,\|\, q_i)\big]
+               \ge \mathcal L^* = \frac1N \sum_i H(p_i),
+
+with equality iff ``S_ij = log w_ij + c_i``. Two latent similarities are provided:
+``"cosine"``, ``S_ij = <z_i, z_j> / (||z_i|| ||z_j|| tau)``, and ``"euclidean"``,
+``S_ij = -||z_i - z_j||^2 / tau`` (squared distance, unnormalised ``z``).
+
+Anchors whose weights to every other point are zero have no target; they are skipped
+(their per-anchor loss is 0 under ``reduction="none"`` and they are left out of the mean).
+
+References
+----------
+Vock, Duchesnay, Dufumier, "A Unified Geometric Framework for Weighted Contrastive
+Learning", arXiv:2605.13943 (2026): w-InfoNCE, entropic bound, SupCon / Soft SupCon,
+y-Aware, Euclid-Euclid and X-CLR as weight matrices.
+Khosla et al., "Supervised Contrastive Learning", NeurIPS 2020 (SupCon, L_out).
+Dufumier et al., "Contrastive Learning with Continuous Proxy Meta-Data for 3D MRI
+Classification", MICCAI 2021, arXiv:2106.08808 (y-Aware: Gaussian kernel on labels).
+Sobal et al., "X-Sample Contrastive Loss", arXiv:2407.18134 (X-CLR).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._validation import (
+    as_float64,
+    check_counts,
+    check_finite,
+    check_in,
+    check_labels,
+    check_matrix,
+    check_positive,
+    check_reduction,
+    check_square,
+)
+
+__all__ = [
+    "SIMILARITIES",
+    "WInfoNCELoss",
+    "column_normalized_w_info_nce",
+    "entropic_lower_bound",
+    "gaussian_kernel_weights",
+    "latent_similarity",
+    "prototype_entropic_lower_bound",
+    "prototype_w_info_nce",
+    "soft_supcon_weights",
+    "supcon_weights",
+    "w_info_nce",
+    "xclr_weights",
+]
+
+SIMILARITIES = ("cosine", "euclidean")
+
+
+# ---------------------------------------------------------------- weight builders
+def supcon_weights(labels) -> torch.Tensor:
+    """SupCon prior weights ``w_ij = 1[y_i = y_j]``.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (N,)
+
+    Returns
+    -------
+    Tensor of shape (N, N), float64, with ones on the diagonal (ignored by every consumer).
+
+    References
+    ----------
+    Khosla et al. 2020, the ``L_out`` loss; arXiv:2605.13943, Sec. on supervised weights.
+    """
+    y = check_labels(labels)
+    return (y[:, None] == y[None, :]).to(torch.float64)
+
+
+def soft_supcon_weights(labels, epsilon: float) -> torch.Tensor:
+    r"""Soft SupCon prior weights: 1 within a class, ``epsilon`` across classes.
+
+    Under a cosine latent the optimum puts every pair of class prototypes at cosine
+    :math:`\rho = 1 - \tau \log(1/\epsilon)`, whatever the class sizes; the regular
+    simplex (``rho = -1/(C-1)``) is reached at :math:`\epsilon^* = \exp(-C / ((C-1)\tau))`.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (N,)
+    epsilon : float
+        Weight of a pair from different classes, ``0 < epsilon <= 1``.
+
+    Returns
+    -------
+    Tensor of shape (N, N), float64.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not in ``(0, 1]``.
+
+    References
+    ----------
+    arXiv:2605.13943, Soft SupCon and its closed form.
+    """
+    eps = check_positive("epsilon", epsilon)
+    if eps > 1:
+        raise ValueError(f"epsilon must be in (0, 1] (a cross-class pair weighs at most a same-class one); got {eps!r}.")
+    same = supcon_weights(labels)
+    return same + eps * (1.0 - same)
+
+
+def _as_label_matrix(y, name: str) -> torch.Tensor:
+    t = torch.as_tensor(as_float64(y))
+    if t.ndim == 1:
+        t = t[:, None]
+    check_matrix(name, t)
+    check_finite(name, t)
+    return t
+
+
+def gaussian_kernel_weights(y, sigma: float) -> torch.Tensor:
+    r"""Gaussian-kernel weights on continuous labels, ``w_ij = exp(-||y_i - y_j||^2 / (2 sigma^2))``.
+
+    The y-Aware loss pairs these weights with a cosine latent; Euclid-Euclid pairs them
+    with the Euclidean latent ``-||z_i - z_j||^2 / tau``.
+
+    Parameters
+    ----------
+    y : array-like of shape (N,) or (N, p)
+        Continuous labels (1-D labels are treated as ``p = 1``).
+    sigma : float
+        Kernel bandwidth, ``> 0`` (y-Aware's default is 1).
+
+    Returns
+    -------
+    Tensor of shape (N, N), float64, with ones on the diagonal.
+
+    References
+    ----------
+    Dufumier et al. 2021 (arXiv:2106.08808), the RBF kernel with ``gamma = 1/(2 sigma^2)``.
+    """
+    s = check_positive("sigma", sigma)
+    t = _as_label_matrix(y, "y")
+    sq = torch.cdist(t, t).pow(2)
+    return torch.exp(-sq / (2.0 * s * s))
+
+
+def xclr_weights(label_embeddings, tau_s: float) -> torch.Tensor:
+    r"""X-CLR weights ``w_ij = exp(<e_i, e_j> / tau_s)`` from unit label embeddings.
+
+    Rows of ``label_embeddings`` are normalised to unit length first. After row
+    normalisation these are X-CLR's targets ``softmax_j(G_ij / tau_s)``.
+
+    Parameters
+    ----------
+    label_embeddings : array-like of shape (N, p)
+    tau_s : float
+        Temperature of the label similarities, ``> 0``.
+
+    Returns
+    -------
+    Tensor of shape (N, N), float64.
+
+    Raises
+    ------
+    ValueError
+        If a label embedding is the zero vector.
+
+    References
+    ----------
+    Sobal et al. 2024 (arXiv:2407.18134); arXiv:2605.13943, cosine-cosine case.
+    """
+    ts = check_positive("tau_s", tau_s)
+    e = _as_label_matrix(label_embeddings, "label_embeddings")
+    norms = e.norm(dim=1, keepdim=True)
+    if (norms == 0).any():
+        raise ValueError("label_embeddings must have non-zero rows (they are normalised to unit length).")
+    e = e / norms
+    return torch.exp(e @ e.T / ts)
+
+
+# ---------------------------------------------------------------- similarities and loss
+def _check_weights(weights, n: int, *, like: torch.Tensor) -> torch.Tensor:
+    check_square("weights", weights)
+    if weights.shape[0] != n:
+        raise ValueError(f"weights must be ({n}, {n}) to match the {n} embeddings; got {tuple(weights.shape)}.")
+    w = torch.as_tensor(weights).to(dtype=like.dtype, device=like.device)
+    check_finite("weights", w)
+    if (w < 0).any():
+        raise ValueError(f"weights must be non-negative; got minimum {w.min().item():.4g}.")
+    return w
+
+
+def _check_tau(tau) -> float:
+    return check_positive("tau", tau)
+
+
+def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", tau: float) -> torch.Tensor:
+    """Latent similarity matrix ``S`` of the rows of ``z``.
+
+    Parameters
+    ----------
+    z : Tensor of shape (N, d)
+    similarity : {"cosine", "euclidean"}
+        ``"cosine"``: ``cos(z_i, z_j) / tau``; ``"euclidean"``: ``-||z_i - z_j||^2 / tau``.
+    tau : float
+        Temperature, ``> 0``.
+
+    Returns
+    -------
+    Tensor of shape (N, N) (the diagonal is kept; callers mask it).
+    """
+    check_in("similarity", similarity, SIMILARITIES)
+    t = _check_tau(tau)
+    check_matrix("z", z)
+    return _similarity(z, similarity, t)
+
+
+def _similarity(z: torch.Tensor, similarity: str, tau: float) -> torch.Tensor:
+    if similarity == "cosine":
+        u = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        return u @ u.T / tau
+    sq = (z * z).sum(dim=1)
+    d2 = (sq[:, None] + sq[None, :] - 2.0 * (z @ z.T)).clamp_min(0.0)
+    return -d2 / tau
+
+
+def _row_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-row ``-sum_j t_ij log softmax_{j in mask}(logits_ij)``; ``targets`` vanish off ``mask``."""
+    masked = logits.masked_fill(~mask, float("-inf"))
+    log_q = masked - torch.logsumexp(masked, dim=1, keepdim=True)
+    log_q = torch.where(mask, log_q, torch.zeros_like(log_q))  # never 0 * -inf
+    return -(targets * log_q).sum(dim=1)
+
+
+def _anchor_targets(w: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    w = w * mask
+    total = w.sum(dim=1, keepdim=True)
+    valid = total[:, 0] > 0
+    p = torch.where(total > 0, w / total.clamp_min(torch.finfo(w.dtype).tiny), torch.zeros_like(w))
+    return p, valid
+
+
+def _reduce_valid(values: torch.Tensor, valid: torch.Tensor, reduction: str) -> torch.Tensor:
+    values = torch.where(valid, values, torch.zeros_like(values))
+    if reduction == "none":
+        return values
+    if reduction == "sum":
+        return values.sum()
+    return values.sum() / valid.sum().clamp_min(1)
+
+
+def w_info_nce(
+    z: torch.Tensor,
+    weights,
+    *,
+    similarity: str = "cosine",
+    tau: float,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    r"""Weighted InfoNCE loss of embeddings ``z`` under prior weights ``W``.
+
+    .. math::
+
+        \ell_i = -\sum_{j \ne i} p_{ij} \log \frac{e^{S_{ij}}}{\sum_{k \ne i} e^{S_{ik}}},
+        \qquad p_{ij} = \frac{w_{ij}}{\sum_{k \ne i} w_{ik}}.
+
+    Computed in log space with the diagonal masked to ``-inf`` before the log-sum-exp, so
+    unnormalised float32 features cannot underflow.
+
+    Parameters
+    ----------
+    z : Tensor of shape (N, d)
+        Embeddings (one row a point). Cosine similarity normalises them inside.
+    weights : Tensor or ndarray of shape (N, N)
+        Non-negative prior weights; the diagonal is ignored. Need not be symmetric.
+    similarity : {"cosine", "euclidean"}
+    tau : float
+        Temperature, ``> 0``.
+    reduction : {"none", "mean", "sum"}
+        ``"none"`` gives the ``(N,)`` per-anchor losses (0 for an anchor without any
+        positive weight); ``"mean"`` averages over anchors that have one (0 if none has).
+
+    Returns
+    -------
+    Tensor: scalar, or ``(N,)`` with ``reduction="none"``.
+
+    Raises
+    ------
+    ValueError
+        If ``weights`` is not ``(N, N)``, is negative or non-finite, ``tau <= 0``,
+        ``similarity`` or ``reduction`` is unknown, or ``N < 2``.
+
+    References
+    ----------
+    arXiv:2605.13943, the w-InfoNCE loss; Khosla et al. 2020 for the SupCon special case.
+
+    Examples
+    --------
+    >>> z = torch.eye(3, dtype=torch.float64)
+    >>> w = torch.ones(3, 3, dtype=torch.float64)
+    >>> round(float(w_info_nce(z, w, tau=1.0)), 6)  # equal similarities: log 2
+    0.693147
+    """
+    check_matrix("z", z)
+    n = z.shape[0]
+    if n < 2:
+        raise ValueError(f"z must hold at least 2 points (an anchor needs another point); got {n}.")
+    check_in("similarity", similarity, SIMILARITIES)
+    check_reduction(reduction)
+    t = _check_tau(tau)
+    w = _check_weights(weights, n, like=z)
+    mask = ~torch.eye(n, dtype=torch.bool, device=z.device)
+    p, valid = _anchor_targets(w, mask)
+    values = _row_cross_entropy(_similarity(z, similarity, t), p, mask)
+    return _reduce_valid(values, valid, reduction)
+
+
+def entropic_lower_bound(weights) -> float:
+    r"""The entropic lower bound :math:`\mathcal L^* = \frac1N\sum_i H(p_i)` of w-InfoNCE.
+
+    Anchors without any positive weight are left out, as in :func:`w_info_nce`.
+
+    Parameters
+    ----------
+    weights : Tensor or ndarray of shape (N, N)
+        Non-negative prior weights; the diagonal is ignored.
+
+    Returns
+    -------
+    float (nats).
+
+    Raises
+    ------
+    ValueError
+        If ``weights`` is not square, has fewer than 2 rows, or is negative / non-finite.
+
+    References
+    ----------
+    arXiv:2605.13943, the entropic lower bound (reached iff ``S_ij = log w_ij + c``).
+    """
+    check_square("weights", weights)
+    w = torch.as_tensor(as_float64(weights))
+    n = w.shape[0]
+    if n < 2:
+        raise ValueError(f"weights must be at least 2 x 2; got {tuple(w.shape)}.")
+    w = _check_weights(w, n, like=w)
+    mask = ~torch.eye(n, dtype=torch.bool)
+    p, valid = _anchor_targets(w, mask)
+    ent = -torch.where(p > 0, p * torch.log(p.clamp_min(1e-300)), torch.zeros_like(p)).sum(dim=1)
+    return float(_reduce_valid(ent, valid, "mean"))
+
+
+def column_normalized_w_info_nce(
+    z: torch.Tensor, weights, *, similarity: str = "cosine", tau: float, reduction: str = "mean"
+) -> torch.Tensor:
+    r"""w-InfoNCE with the y-Aware reference code's normalisation (for comparison only).
+
+    The reference implementation zeroes the diagonal and then runs
+    ``weights /= weights.sum(axis=1)``; NumPy broadcasts the row sums along the *last*
+    axis, so entry ``(i, j)`` is divided by the sum of row ``j``:
+
+    .. math:: \tilde p_{ij} = \frac{w_{ij}}{\sum_{k \ne j} w_{jk}}, \qquad
+              \ell_i = -\sum_{j \ne i} \tilde p_{ij} \log q_{ij}.
+
+    Rows no longer sum to one: anchors in dense label regions weigh less, positives in
+    sparse regions weigh more. Use :func:`w_info_nce` for the intended loss.
+
+    Parameters
+    ----------
+    z, weights, similarity, tau, reduction
+        As in :func:`w_info_nce` (every anchor counts in the mean).
+
+    Returns
+    -------
+    Tensor: scalar, or ``(N,)`` with ``reduction="none"``.
+
+    References
+    ----------
+    Dufumier et al. 2021, reference implementation of the generalised supervised
+    NT-Xent loss; arXiv:2605.13943 discusses the y-Aware objective.
+    """
+    check_matrix("z", z)
+    n = z.shape[0]
+    check_in("similarity", similarity, SIMILARITIES)
+    check_reduction(reduction)
+    t = _check_tau(tau)
+    w = _check_weights(weights, n, like=z)
+    mask = ~torch.eye(n, dtype=torch.bool, device=z.device)
+    w = w * mask
+    p = w / w.sum(dim=1)[None, :].clamp_min(torch.finfo(w.dtype).tiny)  # the broadcast of the reference code
+    values = _row_cross_entropy(_similarity(z, similarity, t), p, mask)
+    return _reduce_valid(values, torch.ones(n, dtype=torch.bool, device=z.device), reduction)
+
+
+# ---------------------------------------------------------------- class-level form
+def _check_prototype_inputs(prototypes, counts, class_weights):
+    check_matrix("prototypes", prototypes)
+    cnt = check_counts(counts)
+    c = prototypes.shape[0]
+    if cnt.size != c:
+        raise ValueError(f"counts must have one entry per prototype ({c}); got {cnt.size}.")
+    check_square("class_weights", class_weights)
+    if class_weights.shape[0] != c:
+        raise ValueError(f"class_weights must be ({c}, {c}); got {tuple(class_weights.shape)}.")
+    om = torch.as_tensor(as_float64(class_weights)).to(dtype=prototypes.dtype, device=prototypes.device)
+    check_finite("class_weights", om)
+    if (om < 0).any():
+        raise ValueError(f"class_weights must be non-negative; got minimum {om.min().item():.4g}.")
+    m = torch.as_tensor(cnt, dtype=prototypes.dtype, device=prototypes.device)
+    mult = m[None, :].repeat(c, 1) - torch.eye(c, dtype=prototypes.dtype, device=prototypes.device)  # m_cc'
+    return m, mult, om
+
+
+def prototype_w_info_nce(
+    prototypes: torch.Tensor,
+    counts,
+    class_weights,
+    *,
+    similarity: str = "cosine",
+    tau: float,
+) -> torch.Tensor:
+    r"""Class-level w-InfoNCE: every sample of class ``c`` sits at its prototype ``mu_c``.
+
+    With multiplicities :math:`m_{cc'} = n_{c'} - \delta_{cc'}` (the other points an anchor
+    of class ``c`` sees in class ``c'``) and class weights :math:`\Omega`,
+
+    .. math::
+
+        \mathrm{CE}_c = -\sum_{c'} p_{cc'} S_{cc'} + \log \sum_{c'} m_{cc'} e^{S_{cc'}},
+        \quad p_{cc'} \propto m_{cc'} \Omega_{cc'}, \quad
+        \mathcal L = \frac{1}{N}\sum_c n_c \mathrm{CE}_c.
+
+    This equals :func:`w_info_nce` on the collapsed samples exactly, at ``C x C`` cost.
+
+    Parameters
+    ----------
+    prototypes : Tensor of shape (C, d)
+    counts : array-like of int, shape (C,)
+        Samples per class, all ``>= 1``.
+    class_weights : Tensor or ndarray of shape (C, C)
+        ``Omega_cc'``, the weight of a pair (class ``c``, class ``c'``); non-negative.
+    similarity : {"cosine", "euclidean"}
+    tau : float
+
+    Returns
+    -------
+    Scalar tensor. Classes whose anchors have no positive weight (e.g. a singleton class
+    under SupCon) are left out of the mean, as in :func:`w_info_nce`.
+
+    References
+    ----------
+    arXiv:2605.13943, class-collapsed form of the supervised objectives.
+    """
+    check_in("similarity", similarity, SIMILARITIES)
+    t = _check_tau(tau)
+    m, mult, om = _check_prototype_inputs(prototypes, counts, class_weights)
+    present = mult > 0
+    p, valid = _anchor_targets(mult * om, present)
+    s = _similarity(prototypes, similarity, t)
+    logits = s + torch.log(mult.clamp_min(1e-300))  # sum_c' m_cc' e^{S_cc'} in log space
+    masked = logits.masked_fill(~present, float("-inf"))
+    lse = torch.logsumexp(masked, dim=1)
+    ce = -(p * torch.where(present, s, torch.zeros_like(s))).sum(dim=1) + lse
+    ce = torch.where(valid, ce, torch.zeros_like(ce))
+    return (m * ce).sum() / (m * valid).sum().clamp_min(1)
+
+
+def prototype_entropic_lower_bound(counts, class_weights) -> float:
+    """Entropic bound of :func:`prototype_w_info_nce` (equals :func:`entropic_lower_bound`
+    of the sample-level weights).
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (C,)
+    class_weights : Tensor or ndarray of shape (C, C)
+
+    Returns
+    -------
+    float (nats).
+    """
+    cnt = check_counts(counts)
+    dummy = torch.zeros(cnt.size, 1, dtype=torch.float64)
+    m, mult, om = _check_prototype_inputs(dummy, cnt, class_weights)
+    present = mult > 0
+    p, valid = _anchor_targets(mult * om, present)
+    # each of the m_cc' points of class c' carries p_cc' / m_cc'
+    per_point = torch.where(present, p / mult.clamp_min(1), torch.zeros_like(p))
+    ent = -torch.where(p > 0, p * torch.log(per_point.clamp_min(1e-300)), torch.zeros_like(p)).sum(dim=1)
+    return float((m * torch.where(valid, ent, torch.zeros_like(ent))).sum() / (m * valid).sum().clamp_min(1))
+
+
+class WInfoNCELoss(nn.Module):
+    """Module form of :func:`w_info_nce` that builds the weights from batch targets.
+
+    Parameters
+    ----------
+    weight_fn : callable
+        ``weight_fn(targets) -> (B, B)`` weights for a batch (e.g.
+        ``functools.partial(soft_supcon_weights, epsilon=1e-3)``).
+    similarity : {"cosine", "euclidean"}
+    tau : float
+    reduction : {"none", "mean", "sum"}
+
+    Notes
+    -----
+    ``needs_features = True``: with the training-loop protocol it is called as
+    ``loss(logits, targets, features)`` and ignores the logits.
+
+    Shape
+    -----
+    features ``(B, d)``, targets ``(B,)`` or ``(B, p)``; output scalar or ``(B,)``.
+    """
+
+    needs_features = True
+
+    def __init__(self, weight_fn, *, similarity: str = "cosine", tau: float, reduction: str = "mean"):
+        super().__init__()
+        check_in("similarity", similarity, SIMILARITIES)
+        check_reduction(reduction)
+        self.weight_fn = weight_fn
+        self.similarity = similarity
+        self.tau = _check_tau(tau)
+        self.reduction = reduction
+
+    def forward(self, logits, targets, features=None):  # noqa: D401 - protocol signature
+        z = logits if features is None else features
+        return w_info_nce(z, self.weight_fn(targets), similarity=self.similarity, tau=self.tau, reduction=self.reduction)

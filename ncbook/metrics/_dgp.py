@@ -1,0 +1,146 @@
+r"""Geometry-fit metrics of weighted contrastive learning: entropic gap, r2_s-sim, r2_Proc.
+
+Letters: ``N`` points, ``d`` embedding dimension. Embeddings ``z`` are ``(N, d)``, prior
+weights ``W`` are ``(N, N)`` (diagonal ignored).
+
+* ``entropic_gap``: :math:`\mathcal L - \mathcal L^* = \frac1N \sum_i \mathrm{KL}(p_i \| q_i)`,
+  computed directly as a mean KL divergence (no cancellation between two large numbers, so
+  exponentially small gaps stay visible).
+* ``r2_similarity``: squared Pearson correlation, over pairs ``i < j`` with ``w_ij > 0``,
+  between the latent similarity ``S_ij`` and its optimal value ``log w_ij`` (up to ``c``).
+* ``r2_procrustes``: ``1 - `` the Procrustes disparity between the embedding and a
+  reference configuration (centring, unit Frobenius scaling, rotation or reflection).
+
+References
+----------
+Vock, Duchesnay, Dufumier, "A Unified Geometric Framework for Weighted Contrastive
+Learning", arXiv:2605.13943 (2026): the three metrics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .._validation import as_float64, check_in, check_positive, check_square
+from ..geometry import procrustes_r2
+
+__all__ = ["entropic_gap", "r2_procrustes", "r2_similarity"]
+
+
+def _similarity_np(z: np.ndarray, similarity: str) -> np.ndarray:
+    """Latent similarity at ``tau = 1`` (cosine, or minus the squared distance)."""
+    if similarity == "cosine":
+        u = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+        return u @ u.T
+    sq = (z * z).sum(axis=1)
+    return -np.clip(sq[:, None] + sq[None, :] - 2.0 * z @ z.T, 0.0, None)
+
+
+def _inputs(z, weights):
+    z = as_float64(z)
+    if z.ndim != 2 or z.shape[0] < 2:
+        raise ValueError(f"z must be 2-D of shape (N, d) with N >= 2; got shape {z.shape}.")
+    check_square("weights", weights)
+    w = as_float64(weights)
+    if w.shape[0] != z.shape[0]:
+        raise ValueError(f"weights must be ({z.shape[0]}, {z.shape[0]}) to match z; got {w.shape}.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("weights must be finite and non-negative.")
+    return z, w
+
+
+def entropic_gap(z, weights, *, similarity: str = "cosine", tau: float) -> float:
+    r"""Entropic gap :math:`\mathcal L - \mathcal L^*` of w-InfoNCE at embeddings ``z``.
+
+    Parameters
+    ----------
+    z : Tensor or ndarray of shape (N, d)
+    weights : Tensor or ndarray of shape (N, N)
+        Non-negative prior weights (diagonal ignored).
+    similarity : {"cosine", "euclidean"}
+    tau : float
+        Temperature, ``> 0``.
+
+    Returns
+    -------
+    float, ``>= 0``: mean over anchors with a positive weight of ``KL(p_i || q_i)``.
+
+    Raises
+    ------
+    ValueError
+        On mismatched shapes, negative weights, ``tau <= 0`` or an unknown ``similarity``.
+
+    References
+    ----------
+    arXiv:2605.13943, the entropic gap.
+    """
+    check_in("similarity", similarity, ("cosine", "euclidean"))
+    t = check_positive("tau", tau)
+    z, w = _inputs(z, weights)
+    n = z.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    s = np.where(off, _similarity_np(z, similarity) / t, -np.inf)
+    log_q = s - logsumexp(s, axis=1, keepdims=True)
+    w = np.where(off, w, 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    valid = total[:, 0] > 0
+    p = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+    pos = p > 0
+    terms = np.where(pos, p * (np.log(np.where(pos, p, 1.0)) - np.where(pos, log_q, 0.0)), 0.0)
+    kl = terms.sum(axis=1)
+    return max(0.0, float(kl[valid].mean())) if valid.any() else 0.0  # clip round-off below 0
+
+
+def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:
+    r"""Squared Pearson correlation of ``S_ij`` and ``log w_ij`` over pairs ``i < j``.
+
+    Pairs with ``w_ij = 0`` (``log w = -inf``) are left out. The temperature only rescales
+    ``S`` and does not change the correlation.
+
+    Parameters
+    ----------
+    z : Tensor or ndarray of shape (N, d)
+    weights : Tensor or ndarray of shape (N, N)
+    similarity : {"cosine", "euclidean"}
+
+    Returns
+    -------
+    float in ``[0, 1]``; 1 when ``S`` is an increasing or decreasing affine function of
+    ``log W`` (the optimum, ``S = log W + c``, gives 1). ``nan`` when either side is constant.
+
+    References
+    ----------
+    arXiv:2605.13943, the similarity coefficient ``r^2_{s-sim}``.
+    """
+    check_in("similarity", similarity, ("cosine", "euclidean"))
+    z, w = _inputs(z, weights)
+    iu = np.triu_indices(z.shape[0], k=1)
+    s, wv = _similarity_np(z, similarity)[iu], w[iu]
+    keep = wv > 0
+    s, lw = s[keep], np.log(wv[keep])
+    if s.size < 2 or np.ptp(s) == 0 or np.ptp(lw) == 0:
+        return float("nan")
+    return float(np.corrcoef(s, lw)[0, 1] ** 2)
+
+
+def r2_procrustes(z, reference) -> float:
+    """Procrustes agreement ``1 - disparity`` between embeddings and a reference configuration.
+
+    Parameters
+    ----------
+    z : Tensor or ndarray of shape (N, d1)
+        Learned embeddings.
+    reference : Tensor or ndarray of shape (N, d2)
+        The predicted optimum (e.g. an embedding from :mod:`ncbook.dgp`) or the labels.
+
+    Returns
+    -------
+    float in ``[0, 1]``.
+
+    References
+    ----------
+    arXiv:2605.13943, ``r^2_{Proc}``; :func:`scipy.spatial.procrustes` through
+    :func:`ncbook.geometry.procrustes_r2`.
+    """
+    return procrustes_r2(reference, z)

@@ -1,0 +1,110 @@
+"""Figures of the inverse-reweighting chapter: per-class loss curves, weight paths, grouped accuracy bars.
+
+Letters: ``C`` classes, ``T`` epochs (or batches), ``A`` values of ``alpha``, ``M`` methods.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ._core import new_axes
+
+__all__ = ["class_loss_curves", "grouped_bars", "weight_paths"]
+
+
+def _class_colors(c: int):
+    return plt.cm.viridis(np.linspace(0.0, 0.9, c))
+
+
+def class_loss_curves(class_losses, ax=None, *, x=None, counts: Sequence[int] | None = None, logy: bool = True,
+                      title: str | None = None, xlabel: str = "epoch", ylabel: str = "mean train CE"):
+    """One curve per class of a ``(T, C)`` array of per-class losses, coloured head (dark) to tail (light).
+
+    Parameters
+    ----------
+    class_losses : array-like of shape (T, C)
+    ax : Axes, optional
+    x : array-like of shape (T,), optional
+        Abscissae (``0..T-1`` by default).
+    counts : sequence of int, optional
+        Training counts, shown in the legend.
+    """
+    y = np.asarray(class_losses, dtype=float)
+    if y.ndim != 2:
+        raise ValueError(f"class_losses must have shape (T, C); got {y.shape}.")
+    ax = new_axes(ax)
+    xs = np.arange(y.shape[0]) if x is None else np.asarray(x)
+    for c, color in enumerate(_class_colors(y.shape[1])):
+        label = f"{c}" if counts is None else f"{c} (n={counts[c]})"
+        ax.plot(xs, y[:, c], color=color, label=label, lw=1.2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=6, ncol=2, title="class", title_fontsize=7)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def weight_paths(alphas, weights, ax=None, *, prior=None, title: str | None = None):
+    """Closed-form weights ``w_c*(alpha)`` against ``alpha`` (log axis), one line per class.
+
+    Parameters
+    ----------
+    alphas : array-like of shape (A,), positive
+    weights : array-like of shape (A, C)
+    prior : array-like of shape (C,), optional
+        Drawn as dotted levels (the ``alpha -> inf`` limit).
+    """
+    a, w = np.asarray(alphas, dtype=float), np.asarray(weights, dtype=float)
+    if w.shape[0] != a.shape[0]:
+        raise ValueError(f"weights must have one row per alpha ({a.shape[0]}); got shape {w.shape}.")
+    ax = new_axes(ax)
+    for c, color in enumerate(_class_colors(w.shape[1])):
+        ax.plot(a, w[:, c], color=color, label=f"class {c}")
+        if prior is not None:
+            ax.axhline(float(np.asarray(prior)[c]), color=color, ls=":", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$\alpha$")
+    ax.set_ylabel(r"$w_c^*$")
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def grouped_bars(values: Mapping[str, Sequence[float]], groups: Sequence[str], ax=None, *,
+                 errors: Mapping[str, Sequence[float]] | None = None, ylabel: str = "accuracy",
+                 title: str | None = None):
+    """Grouped bar chart: for each group (e.g. overall/many/medium/few), one bar per method.
+
+    Parameters
+    ----------
+    values : mapping method -> sequence of len(groups)
+    groups : sequence of str
+    errors : mapping method -> sequence of len(groups), optional
+        Half-heights of error bars (e.g. the standard deviation over seeds).
+    """
+    names = list(values)
+    ax = new_axes(ax, figsize=(8, 3.6))
+    width = 0.8 / max(len(names), 1)
+    colors = plt.cm.tab10(np.arange(len(names)) % 10)
+    base = np.arange(len(groups))
+    for i, name in enumerate(names):
+        v = np.asarray(values[name], dtype=float)
+        if v.shape != (len(groups),):
+            raise ValueError(f"values[{name!r}] must have {len(groups)} entries; got {v.shape}.")
+        err = None if errors is None else np.asarray(errors[name], dtype=float)
+        ax.bar(base + (i - (len(names) - 1) / 2) * width, v, width, yerr=err, label=name, color=colors[i],
+               capsize=1.5, error_kw={"lw": 0.6})
+    ax.set_xticks(base)
+    ax.set_xticklabels(groups)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7, ncol=min(len(names), 5), loc="lower left")
+    if title:
+        ax.set_title(title)
+    return ax

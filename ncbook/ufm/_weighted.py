@@ -1,0 +1,233 @@
+"""Free-embedding fits of w-InfoNCE: every point (or class prototype) is a free vector.
+
+Letters: ``N`` points, ``C`` classes, ``d`` embedding dimension. Embeddings are ``(N, d)``
+(prototypes ``(C, d)``). Fits run in float64 with Adam (to leave the random start) and
+then L-BFGS (to converge to machine precision), on one thread: these problems are tiny and
+extra threads only add overhead.
+
+References
+----------
+Vock, Duchesnay, Dufumier, "A Unified Geometric Framework for Weighted Contrastive
+Learning", arXiv:2605.13943 (2026): free-embedding experiments.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validation import as_float64, check_counts, check_in, check_positive
+from ..losses import entropic_lower_bound, prototype_entropic_lower_bound, prototype_w_info_nce, w_info_nce
+
+__all__ = ["EmbeddingFit", "fit_free_embeddings", "fit_prototypes"]
+
+
+@dataclass(frozen=True)
+class EmbeddingFit:
+    """Result of a free-embedding fit.
+
+    Attributes
+    ----------
+    solution : ndarray of shape (N, d) or (C, d)
+        The fitted embeddings (unit rows for the cosine latent).
+    objective : float
+        Final loss.
+    bound : float
+        Entropic lower bound of the weights.
+    gap : float
+        ``objective - bound`` (can be slightly negative at round-off level).
+    status : str
+        ``"converged"`` when L-BFGS met its tolerance, else ``"max_iterations"``.
+    iterations : int
+        Adam steps plus L-BFGS iterations.
+    seconds : float
+    """
+
+    solution: np.ndarray
+    objective: float
+    bound: float
+    gap: float
+    status: str
+    iterations: int
+    seconds: float
+
+
+@contextmanager
+def _threads(n: int):
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def _check_fit_args(dim, adam_steps, lbfgs_steps, lr):
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+        raise ValueError(f"dim must be an integer >= 1 (the embedding dimension d); got {dim!r}.")
+    for name, v in (("adam_steps", adam_steps), ("lbfgs_steps", lbfgs_steps)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be an integer >= 0; got {v!r}.")
+    check_positive("lr", lr)
+
+
+def _optimise(loss_fn, z: torch.Tensor, adam_steps: int, lbfgs_steps: int, lr: float):
+    z = z.clone().requires_grad_(True)
+    opt = torch.optim.Adam([z], lr=lr)
+    for _ in range(adam_steps):
+        opt.zero_grad()
+        loss = loss_fn(z)
+        loss.backward()
+        opt.step()
+    status, its = "max_iterations", adam_steps
+    if lbfgs_steps:
+        lb = torch.optim.LBFGS(
+            [z], lr=1.0, max_iter=lbfgs_steps, tolerance_grad=1e-13, tolerance_change=1e-16,
+            history_size=50, line_search_fn="strong_wolfe",
+        )
+
+        def closure():
+            lb.zero_grad()
+            value = loss_fn(z)
+            value.backward()
+            return value
+
+        lb.step(closure)
+        state = lb.state[lb._params[0]]
+        n_iter = int(state.get("n_iter", 0))
+        its += n_iter
+        status = "converged" if n_iter < lbfgs_steps else "max_iterations"
+    with torch.no_grad():
+        final = float(loss_fn(z))
+    return z.detach(), final, status, its
+
+
+def _init(n: int, dim: int, seed: int, init) -> torch.Tensor:
+    if init is not None:
+        z = torch.as_tensor(as_float64(init))
+        if tuple(z.shape) != (n, dim):
+            raise ValueError(f"init must have shape ({n}, {dim}); got {tuple(z.shape)}.")
+        return z
+    g = torch.Generator().manual_seed(int(seed))
+    return torch.randn(n, dim, generator=g, dtype=torch.float64)
+
+
+def _finish(z: torch.Tensor, similarity: str) -> np.ndarray:
+    x = z.numpy().copy()
+    if similarity == "cosine":
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+    else:
+        x -= x.mean(axis=0, keepdims=True)
+    return x
+
+
+def fit_free_embeddings(
+    weights,
+    *,
+    similarity: str = "cosine",
+    tau: float,
+    dim: int,
+    seed: int = 0,
+    init=None,
+    adam_steps: int = 300,
+    lbfgs_steps: int = 500,
+    lr: float = 0.05,
+    threads: int = 1,
+) -> EmbeddingFit:
+    """Minimise :func:`ncbook.losses.w_info_nce` over free embeddings ``z`` (N, dim).
+
+    Parameters
+    ----------
+    weights : Tensor or ndarray of shape (N, N)
+        Non-negative prior weights.
+    similarity : {"cosine", "euclidean"}
+    tau : float
+        Temperature, ``> 0``.
+    dim : int
+        Embedding dimension ``d >= 1``.
+    seed : int
+        Seed of the standard normal start (ignored when ``init`` is given).
+    init : array-like of shape (N, dim), optional
+        Starting point.
+    adam_steps, lbfgs_steps : int
+        Adam steps (learning rate ``lr``), then at most ``lbfgs_steps`` L-BFGS iterations.
+    lr : float
+    threads : int
+        Torch threads during the fit (restored afterwards).
+
+    Returns
+    -------
+    EmbeddingFit
+
+    Raises
+    ------
+    ValueError
+        On bad ``dim``, step counts, ``lr``, ``tau``, ``similarity`` or weights.
+    """
+    check_in("similarity", similarity, ("cosine", "euclidean"))
+    check_positive("tau", tau)
+    _check_fit_args(dim, adam_steps, lbfgs_steps, lr)
+    start = time.perf_counter()
+    w = torch.as_tensor(as_float64(weights))
+    with _threads(threads):
+        bound = entropic_lower_bound(w)
+        z0 = _init(w.shape[0], int(dim), seed, init)
+
+        def loss_fn(z):
+            return w_info_nce(z, w, similarity=similarity, tau=tau)
+
+        z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr)
+    return EmbeddingFit(_finish(z, similarity), final, bound, final - bound, status, its, time.perf_counter() - start)
+
+
+def fit_prototypes(
+    counts,
+    class_weights,
+    *,
+    similarity: str = "cosine",
+    tau: float,
+    dim: int,
+    seed: int = 0,
+    init=None,
+    adam_steps: int = 300,
+    lbfgs_steps: int = 500,
+    lr: float = 0.05,
+    threads: int = 1,
+) -> EmbeddingFit:
+    """Minimise the class-level :func:`ncbook.losses.prototype_w_info_nce` over prototypes (C, dim).
+
+    Exact for objectives whose optimum collapses each class to one point (SupCon, Soft
+    SupCon), at ``C x C`` cost whatever the class sizes.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (C,)
+        Samples per class.
+    class_weights : Tensor or ndarray of shape (C, C)
+        Weight of a pair (class ``c``, class ``c'``).
+    similarity, tau, dim, seed, init, adam_steps, lbfgs_steps, lr, threads
+        As in :func:`fit_free_embeddings`.
+
+    Returns
+    -------
+    EmbeddingFit (``solution`` holds the prototypes).
+    """
+    check_in("similarity", similarity, ("cosine", "euclidean"))
+    check_positive("tau", tau)
+    _check_fit_args(dim, adam_steps, lbfgs_steps, lr)
+    cnt = check_counts(counts)
+    start = time.perf_counter()
+    om = torch.as_tensor(as_float64(class_weights))
+    with _threads(threads):
+        bound = prototype_entropic_lower_bound(cnt, om)
+        z0 = _init(cnt.size, int(dim), seed, init)
+
+        def loss_fn(z):
+            return prototype_w_info_nce(z, cnt, om, similarity=similarity, tau=tau)
+
+        z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr)
+    return EmbeddingFit(_finish(z, similarity), final, bound, final - bound, status, its, time.perf_counter() - start)

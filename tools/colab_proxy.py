@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Colab proxy test: run a committed chapter notebook against an installed wheel of ncbook only.
+
+A chapter that works from the source tree may still fail on Colab: a module missing from the
+wheel, a dependency missing from ``pyproject.toml``, a file read relative to the checkout, an
+import that only the book build provides. This script reproduces Colab's situation:
+
+1. build a wheel of ncbook (``pip wheel --no-deps``);
+2. create a fresh virtual environment in a temporary folder, without system site packages, and
+   install the wheel with its own (loose) dependencies plus the notebook runner (nbclient,
+   ipykernel, jupytext, pyyaml); then uninstall ncbook itself again, so that the chapter's first
+   cell has to install it, as on Colab;
+3. copy the committed ``.ipynb`` (only that file) into the temporary folder, point its install
+   cell at the wheel (environment variable ``NCBOOK_PIP_TARGET``, and the git URL in the cell
+   replaced by the wheel's path for cells that do not read the variable), and execute it top to
+   bottom with ``NCBOOK_PROFILE=quick`` from there, so ``import ncbook`` cannot reach the checkout;
+4. check, in a last cell, that ``ncbook`` was imported from the virtual environment.
+
+Usage::
+
+    python3 tools/colab_proxy.py                         # book/nc_primer.ipynb
+    python3 tools/colab_proxy.py book/seli.ipynb --keep  # keep the temporary folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GIT_TARGET = "ncbook @ git+https://github.com/ncbook/ncbook"
+RUNNER_DEPS = ["nbclient", "ipykernel", "jupytext", "pyyaml"]
+KERNEL = "ncbook-colab-proxy"
+
+VERIFY_CELL = """\
+import sys, ncbook
+assert ncbook.__file__.startswith(sys.prefix), f"ncbook came from {ncbook.__file__}, not the virtual environment {sys.prefix}"
+print("ncbook imported from", ncbook.__file__)
+"""
+
+EXECUTE = """\
+import json, sys, nbclient, nbformat
+path, kernel, out = sys.argv[1:4]
+nb = nbformat.read(path, as_version=4)
+client = nbclient.NotebookClient(nb, timeout=1800, kernel_name=kernel, resources={"metadata": {"path": str(__import__("pathlib").Path(path).parent)}})
+try:
+    client.execute()
+finally:
+    nbformat.write(nb, out)
+"""
+
+
+def _run(cmd: list[str], **kw) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def _clean_env(venv: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", VIRTUAL_ENV=str(venv), PYTHONNOUSERSITE="1",
+               NCBOOK_PROFILE="quick", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def point_install_cell_at(nb: dict, wheel: Path) -> int:
+    """Replace the git install target by the wheel's path in every code cell; return the count."""
+    count = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        if GIT_TARGET in source:
+            cell["source"] = source.replace(GIT_TARGET, str(wheel))
+            count += 1
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", nargs="?", type=Path, default=ROOT / "book" / "nc_primer.ipynb")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
+    args = parser.parse_args(argv)
+    notebook = args.notebook.resolve()
+    start = time.time()
+    tmp = Path(tempfile.mkdtemp(prefix="ncbook-colab-proxy-"))
+    try:
+        wheels, venv, work = tmp / "wheel", tmp / "venv", tmp / "work" / "book"
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)])
+        wheel = next(wheels.glob("ncbook-*.whl"))
+        _run([sys.executable, "-m", "venv", str(venv)])           # no system site packages
+        env = _clean_env(venv)
+        py = str(venv / "bin" / "python")
+        _run([py, "-m", "pip", "install", "-q", str(wheel), *RUNNER_DEPS], env=env, cwd=tmp)
+        _run([py, "-m", "pip", "uninstall", "-q", "-y", "ncbook"], env=env, cwd=tmp)   # the install cell's job
+        _run([py, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", KERNEL], env=env, cwd=tmp,
+             stdout=subprocess.DEVNULL)
+        print(f"environment ready: {time.time() - start:.0f} s", flush=True)
+
+        nb = json.loads(notebook.read_text())
+        rewritten = point_install_cell_at(nb, wheel)
+        env["NCBOOK_PIP_TARGET"] = str(wheel)
+        nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "colab-proxy-verify",
+                            "metadata": {}, "outputs": [], "source": VERIFY_CELL})
+        work.mkdir(parents=True)
+        src = work / notebook.name
+        src.write_text(json.dumps(nb))
+        print(f"install target -> {wheel.name} ({rewritten} cell(s) rewritten, NCBOOK_PIP_TARGET set)", flush=True)
+        (tmp / "execute.py").write_text(EXECUTE)
+        run_start = time.time()
+        result = subprocess.run([py, str(tmp / "execute.py"), str(src), KERNEL, str(work / "executed.ipynb")],
+                                env=env, cwd=work)
+        print(f"executed {notebook.name}: {time.time() - run_start:.0f} s; total {time.time() - start:.0f} s", flush=True)
+        if result.returncode != 0:
+            print(f"colab proxy FAILED: {notebook.name} does not run against the installed wheel "
+                  f"(executed copy: {work / 'executed.ipynb'})", file=sys.stderr)
+            args.keep = True
+            return 1
+        print(f"colab proxy passed: {notebook.name} ran top to bottom against the wheel {wheel.name}")
+        return 0
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
