@@ -12,7 +12,7 @@ import that only the book build provides. This script reproduces Colab's situati
    cell has to install it, as on Colab;
 3. copy the committed ``.ipynb`` (only that file) into the temporary folder, point its install
    cell at the wheel (environment variable ``NCBOOK_PIP_TARGET``, and the git URL in the cell
-   replaced by the wheel's path for cells that do not read the variable), and execute it top to
+   replaced by the wheel's path in cells that do not read the variable), and execute it top to
    bottom with ``NCBOOK_PROFILE=quick`` from there, so ``import ncbook`` cannot reach the checkout;
 4. check, in a last cell, that ``ncbook`` was imported from the virtual environment.
 
@@ -58,8 +58,12 @@ finally:
 
 
 def _run(cmd: list[str], **kw) -> None:
+    """Run ``cmd``; its output is shown only when it fails (pip is chatty)."""
     print("+", " ".join(str(c) for c in cmd), flush=True)
-    subprocess.run(cmd, check=True, **kw)
+    result = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if result.returncode != 0:
+        print(result.stdout[-5000:], result.stderr[-5000:], sep="\n", file=sys.stderr)
+        raise SystemExit(f"colab proxy: step failed (exit {result.returncode}): {' '.join(map(str, cmd))}")
 
 
 def _clean_env(venv: Path) -> dict:
@@ -70,13 +74,14 @@ def _clean_env(venv: Path) -> dict:
 
 
 def point_install_cell_at(nb: dict, wheel: Path) -> int:
-    """Replace the git install target by the wheel's path in every code cell; return the count."""
+    """Replace the git install target by the wheel's path in code cells that do not read
+    ``NCBOOK_PIP_TARGET``; return the number of cells rewritten."""
     count = 0
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
         source = "".join(cell["source"])
-        if GIT_TARGET in source:
+        if GIT_TARGET in source and "NCBOOK_PIP_TARGET" not in source:
             cell["source"] = source.replace(GIT_TARGET, str(wheel))
             count += 1
     return count
@@ -99,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         py = str(venv / "bin" / "python")
         _run([py, "-m", "pip", "install", "-q", str(wheel), *RUNNER_DEPS], env=env, cwd=tmp)
         _run([py, "-m", "pip", "uninstall", "-q", "-y", "ncbook"], env=env, cwd=tmp)   # the install cell's job
-        _run([py, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", KERNEL], env=env, cwd=tmp,
-             stdout=subprocess.DEVNULL)
+        _run([py, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", KERNEL], env=env, cwd=tmp)
         print(f"environment ready: {time.time() - start:.0f} s", flush=True)
 
         nb = json.loads(notebook.read_text())
