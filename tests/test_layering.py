@@ -20,6 +20,7 @@ ALLOWED = {
     "ufm": {"geometry", "losses", "contrastive"},
     "train": {"geometry", "reweighting", "metrics", "losses", "margins", "contrastive", "dgp", "data", "models", "ufm"},
     "plotting": {"geometry", "metrics"},
+    "book": set(),
     "exercises": {"geometry", "reweighting", "metrics", "losses", "margins", "contrastive", "dgp", "data", "models",
                   "ufm", "train"},
 }

@@ -59,7 +59,6 @@ def test_chapter_executes_quick(path):
 
 
 @pytest.mark.gpu
-@pytest.mark.notebook
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_executes_full(path):
     _execute(path, "full")

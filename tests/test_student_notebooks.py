@@ -55,10 +55,29 @@ CHAPTER = HEADER + textwrap.dedent('''
 
     def double(x, *, scale=2):
         """Return scale * x."""
+        # hidden hint: multiply
         y = scale * x
         return y
 
+    def triple(
+        x,
+        pair=(1, 2),
+    ) -> float:
+        # another hidden hint
+        return 3 * x
+
+    class Doubler:
+        """Doubles."""
+        factor = 2
+
+        def __call__(self, x):
+            return self.factor * x
+
     SECRET_CONSTANT = 41
+    ```
+
+    ```{code-cell} ipython3
+    check_double(double)
     ```
 
     ```{solution-end}
@@ -130,11 +149,20 @@ def test_function_solution_keeps_signature_and_raises(repo):
     assert "def double(x, *, scale=2):" in stub["source"]
     assert '"""Return scale * x."""' in stub["source"]            # the docstring is the student's spec
     assert "import math" in stub["source"]
-    assert "y = scale * x" not in stub["source"] and "SECRET_CONSTANT" not in stub["source"]
+    for secret in ("y = scale * x", "SECRET_CONSTANT", "hidden hint", "3 * x", "self.factor * x", "factor = 2"):
+        assert secret not in stub["source"], secret
+    assert "    pair=(1, 2),\n) -> float:" in stub["source"]                  # a multi-line header stays whole
+    assert 'class Doubler:\n    """Doubles."""' in stub["source"]
     namespace: dict = {}
     exec(stub["source"], namespace)
-    with pytest.raises(NotImplementedError, match="exercise: ex-tiny-1"):
-        namespace["double"](3)
+    for call in (lambda: namespace["double"](3), lambda: namespace["triple"](3), lambda: namespace["Doubler"]()(3)):
+        with pytest.raises(NotImplementedError, match="exercise: ex-tiny-1"):
+            call()
+
+
+def test_autograder_calls_inside_a_solution_are_kept(repo):
+    cells = _cells(repo / "student" / "tiny.ipynb")
+    assert any(c["source"] == "check_double(double)" and c["type"] == "code" for c in cells)
 
 
 def test_other_solution_cells_become_a_single_raise(repo):

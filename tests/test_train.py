@@ -112,6 +112,8 @@ def test_results_round_trip(tmp_path):
     assert rec["metrics"] == {"acc": 0.5, "per_class": [pytest.approx(0.1), None]}
     assert rec["config"] == {"lr": 0.1} and rec["seed"] == 1
     assert train.load_results(tmp_path / "nothing") == []
+    train.record_claim(tmp_path, chapter="nc_primer", claim="c", ours=1.0, setting="s", profile="quick")
+    assert len(train.load_results(tmp_path)) == 1  # claims are not results
     with pytest.raises(ValueError, match="setting must be letters"):
         train.save_result(tmp_path, chapter="x", setting="a b", seed=0, metrics={}, wall_seconds=0)
 
@@ -125,3 +127,15 @@ def test_claims_replace_by_claim_and_profile(tmp_path):
     assert [(c["profile"], c["ours"]) for c in claims] == [("quick", 0.7079), ("full", 0.71)]
     with pytest.raises(ValueError, match="profile must be 'quick' or 'full'"):
         train.record_claim(tmp_path, ours=1.0, profile="fast", **kw)
+
+
+def _square(x):
+    return {"x": x, "y": x * x}
+
+
+def test_run_parallel_keeps_order_and_matches_serial():
+    configs = [{"x": i} for i in range(5)]
+    assert train.run_parallel(_square, configs, workers=1) == [{"x": i, "y": i * i} for i in range(5)]
+    assert train.run_parallel(_square, configs, workers=2) == train.run_parallel(_square, configs, workers=1)
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        train.run_parallel(_square, configs, workers=0)

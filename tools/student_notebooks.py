@@ -4,11 +4,12 @@
 For each jupytext chapter listed in ``_toc.yml`` this writes ``student/<stem>.ipynb``,
 without outputs, where
 
-* every code cell tagged ``solution``, and every code cell between a ``{solution-start}``
-  directive and its ``{solution-end}``, is replaced by a stub: a cell that defines functions
-  (or classes) keeps its imports, ``def``/``class`` lines and docstrings, and each function
-  body becomes ``raise NotImplementedError("exercise: ...")``; any other cell becomes that
-  single ``raise`` line;
+* every code cell tagged ``solution``, and every other code cell between a ``{solution-start}``
+  directive and its ``{solution-end}`` except those calling an autograder ``check_<name>(...)``,
+  is replaced by a stub: a cell that defines functions (or classes) keeps its imports,
+  ``def``/``class`` header lines and docstrings, and each function body (comments included)
+  becomes ``raise NotImplementedError("exercise: <label>")``; any other cell becomes that single
+  ``raise`` line;
 * the text of every solution (the markdown between ``{solution-start}`` and
   ``{solution-end}``, directive lines included) is removed and replaced by a short
   "write your answer here" prompt.
@@ -25,9 +26,11 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import io
 import json
 import re
 import sys
+import tokenize
 from pathlib import Path
 
 import jupytext
@@ -39,6 +42,8 @@ ANSWER_PROMPT = "**Your answer ({label}).** Write it here."
 
 # A directive fence opens with 3+ backticks or colons followed by {name}; it closes with the
 # same run of characters alone on a line.
+# an autograder call (ncbook.exercises.check_<name>(...)): kept even inside a solution
+_CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 _FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|solution-end)\}\s*(?P<arg>\S*)")
 
 
@@ -66,41 +71,67 @@ def _raise_line(label: str, indent: str = "") -> str:
     return f'{indent}raise NotImplementedError("exercise: {label}")'
 
 
-def _stub_function(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], label: str) -> list[str]:
-    """Signature lines (decorators included) and docstring of ``node``, body replaced by a raise."""
+def _header_end(tokens: list[tokenize.TokenInfo], node: ast.AST) -> int:
+    """Line number (1-based) of the ``:`` that ends the ``def``/``class`` header of ``node``."""
+    depth, started = 0, False
+    for tok in tokens:
+        if not started:
+            started = tok.start == (node.lineno, node.col_offset)
+            if not started:
+                continue
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif tok.type == tokenize.OP and tok.string == ":" and depth == 0:
+            return tok.start[0]
+    return node.body[0].lineno - 1
+
+
+def _docstring(node: ast.AST) -> ast.Expr | None:
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return first
+    return None
+
+
+def _stub_function(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], tokens, label: str) -> list[str]:
+    """Header lines (decorators included) and docstring of ``node``; the body becomes one raise.
+
+    Comments and statements of the body are dropped: they are the solution.
+    """
     start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
-    body = node.body
-    has_doc = isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-        and isinstance(body[0].value.value, str)
-    first_body = body[0]
-    if first_body.lineno == node.lineno:  # one-line def: rebuild the signature
+    end = _header_end(tokens, node)
+    first_body = node.body[0]
+    if first_body.lineno == end:  # body on the header line: rebuild the header
         bare = copy.copy(node)
         bare.body, bare.decorator_list = [ast.Pass()], []
         header = ast.unparse(bare).splitlines()[0]
         indent = " " * node.col_offset
         out = [indent + line.strip() for line in lines[start:node.lineno - 1]]
         return out + [indent + header, _raise_line(label, indent + "    ")]
-    keep_until = body[0].end_lineno if has_doc else first_body.lineno - 1
-    out = lines[start:keep_until]
-    body_indent = " " * first_body.col_offset
-    return out + [_raise_line(label, body_indent)]
+    out = lines[start:end]
+    doc = _docstring(node)
+    if doc is not None:
+        out += lines[doc.lineno - 1:doc.end_lineno]
+    return out + [_raise_line(label, " " * first_body.col_offset)]
 
 
-def _stub_class(node: ast.ClassDef, lines: list[str], label: str) -> list[str]:
+def _stub_class(node: ast.ClassDef, lines: list[str], tokens, label: str) -> list[str]:
+    """Header and docstring of the class, and the stub of each of its methods."""
     start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
-    first = node.body[0]
-    if first.lineno == node.lineno:
-        return lines[start:node.lineno]
-    out = lines[start:first.lineno - 1]
-    stubbed = False
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out += _stub_function(item, lines, label)
-            stubbed = True
-        elif isinstance(item, ast.Expr) and isinstance(getattr(item, "value", None), ast.Constant) and item is first:
-            out += lines[item.lineno - 1:item.end_lineno]
-    if not stubbed:
-        out.append(_raise_line(label, " " * first.col_offset))
+    end = _header_end(tokens, node)
+    if node.body[0].lineno == end:
+        return lines[start:end]
+    out = lines[start:end]
+    doc = _docstring(node)
+    if doc is not None:
+        out += lines[doc.lineno - 1:doc.end_lineno]
+    methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for i, item in enumerate(methods):
+        out += ([""] if i or doc is not None else []) + _stub_function(item, lines, tokens, label)
+    if not methods:
+        out.append(_raise_line(label, " " * node.body[0].col_offset))
     return out
 
 
@@ -119,14 +150,15 @@ def stub_code(source: str, label: str) -> str:
     if not defs:
         return _raise_line(label)
     lines = source.splitlines()
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     out: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out += lines[node.lineno - 1:node.end_lineno]
         elif isinstance(node, ast.ClassDef):
-            out += ([""] if out else []) + _stub_class(node, lines, label)
+            out += ([""] if out else []) + _stub_class(node, lines, tokens, label)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out += ([""] if out and not out[-1].startswith(("import", "from")) else []) + _stub_function(node, lines, label)
+            out += ([""] if out else []) + _stub_function(node, lines, tokens, label)
     return "\n".join(out)
 
 
@@ -201,7 +233,7 @@ def student_cells(nb) -> list[tuple[str, str, list[str]]]:
             if text.strip():
                 out.append(("markdown", text, tags))
         elif cell.cell_type == "code":
-            if "solution" in tags or inside is not None:
+            if "solution" in tags or (inside is not None and not _CHECK_CALL.search(cell.source)):
                 label = inside or _first_def_name(cell.source) or "solution"
                 tags = [t for t in tags if t != "solution"] + ([STUB_TAG] if STUB_TAG not in tags else [])
                 out.append(("code", stub_code(cell.source, label), tags))

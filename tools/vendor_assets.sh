@@ -15,18 +15,21 @@ cd "$(dirname "$0")/.."
 MATHJAX=3.2.2
 REQUIREJS=2.3.8
 HTML_MANAGER=1.0.15
+FONTAWESOME=5.15.4   # only for its licence: html-manager bundles Font Awesome 5 (^5.12) icon fonts
 
 out=book/_vendor
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-( cd "$work" && npm pack --silent "mathjax@$MATHJAX" "requirejs@$REQUIREJS" "@jupyter-widgets/html-manager@$HTML_MANAGER" >/dev/null )
+( cd "$work" && npm pack --silent "mathjax@$MATHJAX" "requirejs@$REQUIREJS" "@jupyter-widgets/html-manager@$HTML_MANAGER" \
+    "@fortawesome/fontawesome-free@$FONTAWESOME" >/dev/null )
 for tgz in "$work"/*.tgz; do
     mkdir -p "${tgz%.tgz}" && tar xzf "$tgz" -C "${tgz%.tgz}"
 done
 mj="$work/mathjax-$MATHJAX/package"
 rq="$work/requirejs-$REQUIREJS/package"
 hm="$work/jupyter-widgets-html-manager-$HTML_MANAGER/package"
+fa="$work/fortawesome-fontawesome-free-$FONTAWESOME/package"
 
 # keep README.md (written by hand), replace everything else
 find "$out" -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} + 2>/dev/null || true
@@ -46,6 +49,7 @@ sed -n '1,4p' "$rq/require.js" > "$out/requirejs/LICENSE-NOTICE.txt"
 # fonts its CSS asks for (modern browsers take the woff2 files only).
 cp "$hm/dist/embed-amd.js" "$hm/dist/"*.woff2 "$out/html-manager/"
 cp "$hm/dist/embed.js.LICENSE.txt" "$out/html-manager/THIRD-PARTY-LICENSES.txt"
+cp "$fa/LICENSE.txt" "$out/html-manager/LICENSE-fontawesome.txt"
 # The npm package declares BSD-3-Clause but ships no licence file: write the standard text with the
 # ipywidgets project's copyright line (html-manager lives in that repository).
 test "$(node -p 'require(process.argv[1]).license' "$hm/package.json")" = BSD-3-Clause

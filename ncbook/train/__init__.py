@@ -10,6 +10,7 @@ from ._loop import History
 from ._loop import evaluate
 from ._loop import fit
 from ._loop import lr_lambda
+from ._parallel import run_parallel
 from ._results import device_name
 from ._results import load_claims
 from ._results import load_results
@@ -35,6 +36,7 @@ __all__ = [
     "load_results",
     "lr_lambda",
     "record_claim",
+    "run_parallel",
     "save_result",
     "save_checkpoint",
     "seed_everything",

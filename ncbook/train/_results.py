@@ -89,7 +89,7 @@ def load_results(folder: str | Path, chapter: str | None = None) -> list[dict]:
     root = Path(folder) if chapter is None else Path(folder) / chapter
     if not root.exists():
         return []
-    records = [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
+    records = [json.loads(p.read_text()) for p in sorted(root.rglob("*.json")) if "claims" not in p.relative_to(root).parts]
     return sorted(records, key=lambda r: (r["chapter"], r["setting"], r["seed"]))
 
 
