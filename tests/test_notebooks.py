@@ -31,19 +31,27 @@ def _toc_files() -> list[Path]:
 CHAPTERS = [p for p in _toc_files() if "jupytext" in p.read_text()]
 
 
-def _execute(path: Path, profile: str) -> None:
+def _execute(path: Path, profile: str):
     nb = jupytext.read(path)
     env_before = os.environ.get("NCBOOK_PROFILE")
     os.environ["NCBOOK_PROFILE"] = profile
     try:
         client = nbclient.NotebookClient(nb, timeout=1800, kernel_name="python3",
                                          resources={"metadata": {"path": str(path.parent)}})
-        client.execute()
+        client.execute()  # a failing cell raises CellExecutionError with its traceback
     finally:
         if env_before is None:
             os.environ.pop("NCBOOK_PROFILE", None)
         else:
             os.environ["NCBOOK_PROFILE"] = env_before
+    return nb
+
+
+def _assert_ran_clean(nb, name: str) -> None:
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.get("execution_count") is not None for c in code), f"{name}: not every code cell ran"
+    errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, f"{name}: a cell produced an error output: {errors[0].get('ename')}"
 
 
 def test_every_toc_chapter_is_found():
@@ -55,13 +63,13 @@ def test_every_toc_chapter_is_found():
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_executes_quick(path):
-    _execute(path, "quick")
+    _assert_ran_clean(_execute(path, "quick"), path.name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_executes_full(path):
-    _execute(path, "full")
+    _assert_ran_clean(_execute(path, "full"), path.name)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
