@@ -53,8 +53,8 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, pro
     r"""Per-class training counts of a long-tailed data set.
 
     ``profile="exp"`` (Cao et al. 2019): :math:`n_i = \lfloor n_{max}\, R^{-i/(C-1)} \rfloor`.
-    ``profile="step"``: the first ``C - round(minority_fraction * C)`` classes have
-    ``n_max``, the rest ``floor(n_max / R)``.
+    ``profile="step"``: the last ``k = floor(minority_fraction * C + 1/2)`` classes have
+    ``floor(n_max / R)``, the first ``C - k`` have ``n_max`` (``1 <= k <= C - 1``).
 
     Parameters
     ----------
@@ -104,7 +104,12 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, pro
     else:
         if not 0 < minority_fraction < 1:
             raise ValueError(f"minority_fraction must be in (0, 1); got {minority_fraction!r}.")
-        k_min = int(round(minority_fraction * c))
+        k_min = int(math.floor(minority_fraction * c + 0.5))  # round half up
+        if not 1 <= k_min <= c - 1:
+            raise ValueError(
+                f"minority_fraction={minority_fraction} of {c} classes gives {k_min} minority classes; "
+                f"choose it so that between 1 and {c - 1} classes are minorities."
+            )
         counts = np.array([n_max] * (c - k_min) + [int(n_max / imbalance_ratio)] * k_min, dtype=np.int64)
     if counts.min() < 1:
         raise ValueError(f"imbalance_ratio {imbalance_ratio} leaves a class empty with n_max={n_max}; lower the ratio.")

@@ -75,3 +75,10 @@ def test_cifar_augment_keeps_shape_and_content():
         assert torch.equal(out[i], x[i]) or torch.equal(out[i], x[i].flip(2))
     out = data.cifar_augment(x, torch.Generator().manual_seed(0), padding=2)
     assert out.shape == x.shape
+
+
+def test_step_profile_never_silently_balanced():
+    with pytest.raises(ValueError, match=r"gives 0 minority classes"):
+        data.long_tailed_counts(100, 4, 2, "step", minority_fraction=0.1)
+    # half of 5 classes rounds half up: 3 minorities
+    np.testing.assert_array_equal(data.long_tailed_counts(10, 5, 2, "step", minority_fraction=0.5), [10, 10, 5, 5, 5])

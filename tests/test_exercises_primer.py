@@ -25,3 +25,10 @@ def test_planted_errors_fail_with_a_message():
         raise NotImplementedError
 
     assert "not implemented" in check_nc2(raises).message
+
+
+def test_missing_return_and_integer_labels_in_messages():
+    res = check_nc2(lambda x: None)
+    assert not res and "returned None" in res.message and "return" in res.message
+    res = check_class_means(lambda features, labels, num_classes: np.zeros((num_classes, 5)))
+    assert not res and "labels=[0 1 2]" in res.message

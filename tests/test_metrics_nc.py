@@ -152,3 +152,11 @@ def test_per_class_and_shot_accuracy():
     assert shots == pytest.approx({"overall": 0.75, "many": 0.5, "medium": 1.0, "few": 0.75})
     with pytest.raises(ValueError, match="train_counts must be positive"):
         metrics.shot_accuracy(preds, labels, [5, 0, 3])
+
+
+def test_transposed_classifier_is_named_in_the_error():
+    h, y, m = _collapsed(c=4, d=8)
+    with pytest.raises(ValueError, match=r"classifier must have shape \(C, d\) with d = 8"):
+        metrics.neural_collapse(h, y, m.T)
+    with pytest.raises(ValueError, match=r"classifier must have shape \(C, d\)"):
+        metrics.neural_collapse(h, y, m[:, :6])

@@ -44,6 +44,8 @@ ANSWER_PROMPT = "**Your answer ({label}).** Write it here."
 # same run of characters alone on a line.
 # an autograder call (ncbook.exercises.check_<name>(...)): kept even inside a solution
 _CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
+# cells that record the chapter's checks for the reproduction page (dropped from student notebooks)
+_RECORDS_CLAIMS = re.compile(r"\brecord_claim\(")
 _FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|solution-end)\}\s*(?P<arg>\S*)")
 
 
@@ -233,6 +235,8 @@ def student_cells(nb) -> list[tuple[str, str, list[str]]]:
             if text.strip():
                 out.append(("markdown", text, tags))
         elif cell.cell_type == "code":
+            if _RECORDS_CLAIMS.search(cell.source):
+                continue  # the book's reproduction records: a student's run must not overwrite them
             if "solution" in tags or (inside is not None and not _CHECK_CALL.search(cell.source)):
                 label = inside or _first_def_name(cell.source) or "solution"
                 tags = [t for t in tags if t != "solution"] + ([STUB_TAG] if STUB_TAG not in tags else [])

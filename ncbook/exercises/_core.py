@@ -56,7 +56,7 @@ def _describe(case: dict) -> str:
     parts = []
     for key, value in case.items():
         if isinstance(value, (torch.Tensor, np.ndarray)):
-            arr = _to_numpy(value)
+            arr = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
             text = np.array2string(arr, precision=4, threshold=10) if arr.size <= 10 else f"array of shape {arr.shape}"
             parts.append(f"{key}={text}")
         else:
@@ -104,6 +104,8 @@ def run_cases(
             return CheckResult(name, False, "not implemented yet (the function raised NotImplementedError).")
         except Exception as exc:  # report any student error as a failed case
             return CheckResult(name, False, f"raised {type(exc).__name__}: {exc} on input {_describe(case)}.")
+        if got_raw is None:
+            return CheckResult(name, False, f"returned None on input {_describe(case)}: is a `return` missing?")
         try:
             got = _to_numpy(got_raw)
         except (TypeError, ValueError):

@@ -258,16 +258,38 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
 
     Parameters
     ----------
-    features : (n, d) penultimate features; labels : (n,) int; classifier : (C, d)
-    bias : (C,), optional, added to the logits for NC4.
+    features : Tensor or ndarray of shape (n, d)
+        Penultimate features, one row per sample.
+    labels : int array-like of shape (n,)
+    classifier : Tensor or ndarray of shape (C, d)
+        Last-layer weights, one row per class (papers often write the transpose, ``d x C``).
+        ``C`` is read from its first axis unless ``num_classes`` is given.
+    bias : Tensor of shape (C,), optional
+        Added to the logits for NC4.
     global_mean, within : see :func:`nc1`.
 
     Returns
     -------
     dict with float values ``nc1``, ``nc2_w`` (classifier), ``nc2_m`` (centred means),
     ``nc3`` (Papyan), ``nc3_zhu``, ``nc4``.
+
+    Raises
+    ------
+    ValueError
+        If ``classifier`` is not ``(C, d)`` with the features' ``d``, shapes of features and
+        labels disagree, features hold NaN/inf, or a class has no sample.
+
+    References
+    ----------
+    Papyan, Han, Donoho, PNAS 2020 (NC1-NC4); Zhu et al., NeurIPS 2021, arXiv:2105.02375 (``nc3_zhu``).
     """
     check_matrix("classifier", classifier)
+    check_matrix("features", features)
+    if classifier.shape[1] != features.shape[1]:
+        raise ValueError(
+            f"classifier must have shape (C, d) with d = {features.shape[1]} (the features' width); got "
+            f"{tuple(classifier.shape)}. Pass W with one row per class (transpose a d x C matrix)."
+        )
     c = classifier.shape[0] if num_classes is None else num_classes
     h, y, c, counts = _features_labels(features, labels, c)
     means = _class_means(h, y, c, counts)

@@ -18,7 +18,7 @@ __all__ = ["seli_norm_bars", "seli_closed_form_figure", "curves", "seli_explorer
 
 
 def step_counts(ratio: float, minority_fraction: float, num_classes: int, n_min: int = 1) -> np.ndarray:
-    """STEP counts: ``round((1 - minority_fraction) C)`` majorities of ``round(R n_min)``, then minorities of ``n_min``.
+    """STEP counts: ``C - k`` majorities (``k = floor(minority_fraction C + 1/2)`` clipped to ``[1, C - 1]``) of ``round(R n_min)``, then minorities of ``n_min``.
 
     At least one class of each kind is kept. Raises ``ValueError`` for ``ratio < 1``,
     ``minority_fraction`` outside ``(0, 1)`` or ``num_classes < 2``.
@@ -30,7 +30,7 @@ def step_counts(ratio: float, minority_fraction: float, num_classes: int, n_min:
         raise ValueError(f"minority_fraction must lie in (0, 1); got {minority_fraction!r}.")
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 2:
         raise ValueError(f"num_classes must be an integer >= 2; got {num_classes!r}.")
-    k_min = int(np.clip(round(minority_fraction * num_classes), 1, num_classes - 1))
+    k_min = int(np.clip(np.floor(minority_fraction * num_classes + 0.5), 1, num_classes - 1))  # as data.long_tailed_counts, clipped for sliders
     k_maj = num_classes - k_min
     return np.array([max(int(round(ratio * n_min)), 1)] * k_maj + [n_min] * k_min)
 
@@ -102,7 +102,7 @@ def seli_closed_form_figure(ratios, class_numbers: Sequence[int] = (4, 10, 20), 
     for ax, (key, ylabel, limit_key) in zip(axes, panels):
         ys, lines = {}, {}
         for c in class_numbers:
-            k_min = int(np.clip(round(minority_fraction * c), 1, c - 1))
+            k_min = int(np.clip(np.floor(minority_fraction * c + 0.5), 1, c - 1))
             vals = np.array([seli_step_closed_form(r, c - k_min, k_min)[key] for r in ratios])
             if key == "h_norm_ratio":
                 vals = vals / ratios ** 0.25

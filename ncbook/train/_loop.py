@@ -221,14 +221,14 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
     history, start = History(), 0
     ckpt = None if checkpoint_dir is None else Path(checkpoint_dir) / "last.pt"
     if ckpt is not None and ckpt.exists():
-        state = load_checkpoint(ckpt, map_location=device)
+        state = load_checkpoint(ckpt, map_location="cpu")  # RNG states must stay on the CPU; load_state_dict moves the rest
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         if isinstance(loss_fn, nn.Module):
             loss_fn.load_state_dict(state["loss"])
         gen.set_state(state["sampler"])
-        aug_gen.set_state(state["augment"].to(aug_gen.device) if device.type == "cpu" else state["augment"].cpu())
+        aug_gen.set_state(state["augment"])
         set_rng_state(state["rng"])
         history.records = list(state["history"])
         start = state["epoch"] + 1
