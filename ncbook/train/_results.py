@@ -97,8 +97,9 @@ def record_claim(folder: str | Path, *, chapter: str, claim: str, ours: float, s
                  paper: float | str | None = None, tolerance: str = "") -> Path:
     """Record one of a chapter's checks of a paper's claim, for the reproduction page.
 
-    Each call appends (or replaces, by ``claim`` and ``profile``) an entry in
-    ``<folder>/claims/<chapter>.json``. The chapter computes ``ours``; ``paper`` is the
+    Each call appends (or replaces, by ``claim``) an entry in
+    ``<folder>/claims/<profile>/<chapter>.json``: quick records are rebuilt by every book build,
+    full records come from a GPU run and are meant to be committed. The chapter computes ``ours``; ``paper`` is the
     paper's quoted number (or a short quoted statement), never computed here.
 
     Parameters
@@ -125,10 +126,10 @@ def record_claim(folder: str | Path, *, chapter: str, claim: str, ours: float, s
     """
     if profile not in ("quick", "full"):
         raise ValueError(f"profile must be 'quick' or 'full'; got {profile!r}.")
-    path = Path(folder) / "claims" / f"{chapter}.json"
+    path = Path(folder) / "claims" / profile / f"{chapter}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = json.loads(path.read_text()) if path.exists() else []
-    entries = [e for e in entries if not (e["claim"] == claim and e["profile"] == profile)]
+    entries = [e for e in entries if e["claim"] != claim]
     entries.append({"chapter": chapter, "claim": claim, "paper": _plain(paper), "ours": _plain(ours),
                     "setting": setting, "profile": profile, "tolerance": tolerance})
     path.write_text(json.dumps(entries, indent=1) + "\n")
@@ -136,8 +137,9 @@ def record_claim(folder: str | Path, *, chapter: str, claim: str, ours: float, s
 
 
 def load_claims(folder: str | Path) -> list[dict]:
-    """Every recorded claim under ``<folder>/claims``, chapter by chapter (empty list if none)."""
+    """Every recorded claim under ``<folder>/claims``, chapter by chapter, quick before full (empty list if none)."""
     root = Path(folder) / "claims"
     if not root.exists():
         return []
-    return [e for p in sorted(root.glob("*.json")) for e in json.loads(p.read_text())]
+    return [e for p in sorted(root.glob("*/*.json"), key=lambda p: (p.stem, p.parent.name != "quick"))
+            for e in json.loads(p.read_text())]
