@@ -18,7 +18,9 @@ __all__ = [
     "check_counts",
     "check_finite",
     "check_in",
+    "check_int",
     "check_labels",
+    "check_logits_labels",
     "check_matrix",
     "check_positive",
     "check_nonnegative",
@@ -49,6 +51,13 @@ def check_in(name: str, value: Any, allowed: Sequence[Any]) -> Any:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {list(allowed)}; got {value!r}.")
     return value
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """Return ``value`` as an ``int`` if it is an integer (not a bool) ``>= minimum``; else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
+    return int(value)
 
 
 def check_reduction(reduction: str) -> str:
@@ -188,6 +197,23 @@ def check_labels(labels: Any, num_classes: int | None = None, name: str = "label
     if num_classes is not None and t.numel() and t.max().item() >= num_classes:
         raise ValueError(f"{name} must be < num_classes = {num_classes}; got maximum {t.max().item()}.")
     return t
+
+
+def check_logits_labels(logits: Any, labels: Any, num_classes: int | None = None) -> tuple[int, int]:
+    """Check a loss's inputs: ``logits`` a 2-D tensor ``(n, C)``, ``labels`` an int64 tensor ``(n,)`` in ``[0, C)``.
+
+    ``num_classes``, when given, must equal ``C``. Returns ``(n, C)``.
+    """
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
+        raise ValueError(f"logits must be a 2-D tensor of shape (n, C); got {getattr(logits, 'shape', type(logits))}.")
+    n, c = logits.shape
+    if num_classes is not None and c != num_classes:
+        raise ValueError(f"logits must have num_classes = {num_classes} columns; got shape {tuple(logits.shape)}.")
+    if not isinstance(labels, torch.Tensor) or labels.shape != (n,) or labels.dtype != torch.int64:
+        raise ValueError(f"labels must be an int64 tensor of shape ({n},); got {getattr(labels, 'shape', type(labels))}.")
+    if n and (int(labels.min()) < 0 or int(labels.max()) >= c):
+        raise ValueError(f"labels must lie in [0, {c}); got range [{int(labels.min())}, {int(labels.max())}].")
+    return n, c
 
 
 def check_same_length(**arrays: Any) -> int:

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import check_counts, check_in, check_nonnegative, check_positive, check_reduction, reduce
+from ._validation import check_counts, check_in, check_int, check_logits_labels, check_nonnegative, check_positive, check_reduction, reduce
 
 __all__ = [
     "batch_class_losses",
@@ -147,7 +147,7 @@ def prior_weights(num_classes: int, prior: Any = "uniform", counts: Any = None) 
         For an unknown name, a frequency prior without ``counts``, a wrong length, or
         a non-positive entry.
     """
-    c = _check_num_classes(num_classes)
+    c = check_int("num_classes", num_classes, 1)
     if isinstance(prior, str):
         check_in("prior", prior, PRIORS)
         if prior == "uniform":
@@ -357,7 +357,7 @@ def inverse_reweighted_ce(
     ----------
     Wang et al. 2026, arXiv:2605.10047; official class ``IGRReweightCELoss``.
     """
-    n, c = _check_logits_labels(logits, labels)
+    n, c = check_logits_labels(logits, labels)
     check_reduction(reduction)
     alpha = check_nonnegative("alpha", alpha)
     if clamp is not None:
@@ -440,7 +440,7 @@ class InverseReweightedCE(nn.Module):
         reduction: str = "mean",
     ) -> None:
         super().__init__()
-        c = _check_num_classes(num_classes)
+        c = check_int("num_classes", num_classes, 1)
         self.num_classes = c
         self.alpha = check_nonnegative("alpha", alpha)
         self.gamma = check_nonnegative("gamma", gamma)
@@ -470,7 +470,7 @@ class InverseReweightedCE(nn.Module):
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         if not self.active:
             return F.cross_entropy(logits, labels, reduction=self.reduction)
-        _check_logits_labels(logits, labels, self.num_classes)
+        check_logits_labels(logits, labels, self.num_classes)
         loss, present = _irce(
             logits, labels, self.prior.to(logits), self.alpha, self.macro_weight.to(logits),
             self.detach, self.clamp, self.eps, self.reduction,
@@ -491,12 +491,6 @@ def _class_sums(values, labels, num_classes):
     return sums, n_c
 
 
-def _check_num_classes(num_classes):
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 1:
-        raise ValueError(f"num_classes must be an integer >= 1; got {num_classes!r}.")
-    return int(num_classes)
-
-
 def _as_loss_tensor(x):
     if isinstance(x, torch.Tensor):
         t = x if x.is_floating_point() else x.double()
@@ -514,14 +508,3 @@ def _as_factor(x, c):
     return t
 
 
-def _check_logits_labels(logits, labels, num_classes=None):
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
-        raise ValueError(f"logits must be a 2-D tensor of shape (n, C); got {getattr(logits, 'shape', type(logits))}.")
-    n, c = logits.shape
-    if num_classes is not None and c != num_classes:
-        raise ValueError(f"logits must have num_classes = {num_classes} columns; got shape {tuple(logits.shape)}.")
-    if not isinstance(labels, torch.Tensor) or labels.shape != (n,) or labels.dtype != torch.int64:
-        raise ValueError(f"labels must be an int64 tensor of shape ({n},); got {getattr(labels, 'shape', type(labels))}.")
-    if n and (int(labels.min()) < 0 or int(labels.max()) >= c):
-        raise ValueError(f"labels must lie in [0, {c}); got range [{int(labels.min())}, {int(labels.max())}].")
-    return n, c

@@ -63,3 +63,15 @@ def test_procrustes_r2_invariances():
     assert geometry.procrustes_r2(x, rng.standard_normal((20, 3))) < 0.5
     with pytest.raises(ValueError, match="same number of rows"):
         geometry.procrustes_r2(x, x[:5])
+
+
+def test_procrustes_align_recovers_a_rotated_copy():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((15, 2))
+    q = ortho_group.rvs(3, random_state=8)
+    y = 2 * np.c_[x, np.zeros(15)] @ q - 1  # wider, rotated, scaled, shifted
+    x_std, y_aligned, disparity = geometry.procrustes_align(x, y)
+    assert x_std.shape == y_aligned.shape == (15, 3)
+    np.testing.assert_allclose(y_aligned, x_std, atol=1e-10)
+    assert disparity == pytest.approx(0, abs=1e-12)
+    assert geometry.procrustes_r2(x, y) == pytest.approx(1 - disparity)

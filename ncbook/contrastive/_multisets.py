@@ -21,7 +21,7 @@ from math import comb
 import numpy as np
 from scipy.special import gammaln
 
-from .._validation import check_in, check_probabilities
+from .._validation import check_in, check_int, check_probabilities
 
 __all__ = ["SETTINGS", "negative_distribution", "negative_multisets", "num_multiset_terms"]
 
@@ -29,9 +29,7 @@ SETTINGS = ("ucl", "scl")
 
 
 def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k (negatives per anchor) must be an integer >= 1; got {k!r}.")
-    return int(k)
+    return check_int("k (negatives per anchor)", k, 1)
 
 
 def negative_distribution(class_probs, *, setting: str = "ucl") -> np.ndarray:

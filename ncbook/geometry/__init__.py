@@ -8,6 +8,7 @@ from ._etf import cosine_matrix
 from ._etf import etf_gram
 from ._etf import frobenius_distance
 from ._etf import gram
+from ._etf import procrustes_align
 from ._etf import procrustes_r2
 from ._etf import simplex_etf
 from ._seli import SELIGeometry
@@ -22,6 +23,7 @@ __all__ = [
     "etf_gram",
     "frobenius_distance",
     "gram",
+    "procrustes_align",
     "procrustes_r2",
     "simplex_etf",
     "SELIGeometry",

@@ -11,7 +11,7 @@ from scipy.spatial import procrustes
 
 from .._validation import as_float64, check_matrix
 
-__all__ = ["simplex_etf", "etf_gram", "gram", "cosine_matrix", "frobenius_distance", "procrustes_r2"]
+__all__ = ["simplex_etf", "etf_gram", "gram", "cosine_matrix", "frobenius_distance", "procrustes_align", "procrustes_r2"]
 
 
 def etf_gram(num_classes: int) -> np.ndarray:
@@ -155,6 +155,43 @@ def frobenius_distance(a, b):
     return float(np.linalg.norm(a / na - b / nb))
 
 
+def procrustes_align(x, y) -> tuple[np.ndarray, np.ndarray, float]:
+    """Align ``y`` onto ``x`` by Procrustes analysis (scipy), padding the narrower one with zeros.
+
+    Both are centred and scaled to unit Frobenius norm; ``y`` is then rotated or reflected
+    to best match ``x``.
+
+    Parameters
+    ----------
+    x : array-like of shape (n, d1)
+    y : array-like of shape (n, d2)
+
+    Returns
+    -------
+    x_std : ndarray of shape (n, max(d1, d2)), the standardised ``x``
+    y_aligned : ndarray of the same shape, ``y`` standardised and aligned
+    disparity : float in ``[0, 1]``, the remaining sum of squared differences
+
+    Raises
+    ------
+    ValueError
+        If the arrays are not 2-D with the same number of rows.
+
+    References
+    ----------
+    Gower, "Generalized Procrustes analysis", Psychometrika 1975;
+    :func:`scipy.spatial.procrustes`.
+    """
+    x, y = as_float64(x), as_float64(y)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y must be 2-D with the same number of rows; got {x.shape} and {y.shape}.")
+    width = max(x.shape[1], y.shape[1])
+    x = np.pad(x, ((0, 0), (0, width - x.shape[1])))
+    y = np.pad(y, ((0, 0), (0, width - y.shape[1])))
+    x_std, y_aligned, disparity = procrustes(x, y)
+    return x_std, y_aligned, float(disparity)
+
+
 def procrustes_r2(x, y) -> float:
     """Procrustes agreement ``1 - disparity`` of two point clouds (scipy).
 
@@ -175,10 +212,4 @@ def procrustes_r2(x, y) -> float:
     Gower, "Generalized Procrustes analysis", Psychometrika 1975;
     :func:`scipy.spatial.procrustes`.
     """
-    x, y = as_float64(x), as_float64(y)
-    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
-        raise ValueError(f"x and y must be 2-D with the same number of rows; got {x.shape} and {y.shape}.")
-    width = max(x.shape[1], y.shape[1])
-    x = np.pad(x, ((0, 0), (0, width - x.shape[1])))
-    y = np.pad(y, ((0, 0), (0, width - y.shape[1])))
-    return float(1.0 - procrustes(x, y)[2])
+    return 1.0 - procrustes_align(x, y)[2]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import as_float64, check_counts, check_in, check_labels, check_matrix, check_positive
+from .._validation import as_float64, check_counts, check_in, check_int, check_labels, check_matrix, check_positive
 from ._etf import etf_gram, frobenius_distance
 
 __all__ = [
@@ -35,12 +35,6 @@ __all__ = [
 ]
 
 _METHODS = ("class", "svd")
-
-
-def _check_num_classes(num_classes) -> int:
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer >= 2; got {num_classes!r}.")
-    return int(num_classes)
 
 
 def sel_matrix(labels, num_classes: int) -> np.ndarray:
@@ -78,7 +72,7 @@ def sel_matrix(labels, num_classes: int) -> np.ndarray:
            [-0.333, -0.333],
            [-0.333,  0.667]])
     """
-    c = _check_num_classes(num_classes)
+    c = check_int("num_classes", num_classes, 2)
     y = check_labels(labels, c).cpu().numpy()
     z = np.full((c, y.size), -1.0 / c)
     z[y, np.arange(y.size)] += 1.0

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_counts, check_in, check_nonnegative, check_positive, check_reduction, reduce
+from .._validation import check_counts, check_in, check_logits_labels, check_nonnegative, check_positive, check_reduction, reduce
 from ..reweighting import effective_number_weights, inverse_frequency_weights
 
 __all__ = [
@@ -84,7 +84,7 @@ def weighted_cross_entropy(
     Inverse-frequency weights: e.g. the ``IBReweight`` rule of Park et al. 2021;
     class-balanced weights: Cui et al., CVPR 2019, arXiv:1901.05555.
     """
-    c = _check_logits_labels(logits, labels)
+    _, c = check_logits_labels(logits, labels)
     check_in("normalizer", normalizer, ("weights", "batch"))
     check_reduction(reduction)
     ce = F.cross_entropy(logits, labels, reduction="none")
@@ -149,7 +149,7 @@ def focal_loss(
     Lin, Goyal, Girshick, He, Dollár, "Focal Loss for Dense Object Detection", ICCV 2017,
     eq. (5), arXiv:1708.02002.
     """
-    c = _check_logits_labels(logits, labels)
+    _, c = check_logits_labels(logits, labels)
     gamma = check_nonnegative("gamma", gamma)
     check_reduction(reduction)
     ce = F.cross_entropy(logits, labels, reduction="none")
@@ -231,7 +231,7 @@ def ldam_loss(
     ----------
     Cao et al., NeurIPS 2019, eq. (10) and Algorithm 1 (DRW), arXiv:1906.07413.
     """
-    c = _check_logits_labels(logits, labels)
+    _, c = check_logits_labels(logits, labels)
     m = _as_class_vector("margins", margins, c).to(logits)
     s = check_positive("scale", scale)
     shifted = logits - F.one_hot(labels, c).to(logits) * m[labels].unsqueeze(1)
@@ -327,7 +327,7 @@ def logit_adjusted_loss(
     ----------
     Menon et al., ICLR 2021, eq. (10), arXiv:2007.07314.
     """
-    _check_logits_labels(logits, labels)
+    check_logits_labels(logits, labels)
     check_reduction(reduction)
     adjusted = logits + check_nonnegative("tau", tau) * _log_prior(counts, logits)
     return reduce(F.cross_entropy(adjusted, labels, reduction="none"), reduction)
@@ -382,7 +382,7 @@ def ib_loss(
     Park, Lim, Jeon, Choi, "Influence-Balanced Loss for Imbalanced Visual
     Classification", ICCV 2021, eq. (7)-(8), arXiv:2110.02444.
     """
-    c = _check_logits_labels(logits, labels)
+    _, c = check_logits_labels(logits, labels)
     if not isinstance(features, torch.Tensor) or features.ndim != 2 or features.shape[0] != logits.shape[0]:
         raise ValueError(f"features must be a tensor of shape ({logits.shape[0]}, d); got {getattr(features, 'shape', type(features))}.")
     alpha = check_positive("alpha", alpha)
@@ -439,17 +439,6 @@ class IBLoss(nn.Module):
 
 
 # ----------------------------------------------------------------------------- private helpers
-def _check_logits_labels(logits, labels):
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
-        raise ValueError(f"logits must be a 2-D tensor of shape (n, C); got {getattr(logits, 'shape', type(logits))}.")
-    n, c = logits.shape
-    if not isinstance(labels, torch.Tensor) or labels.shape != (n,) or labels.dtype != torch.int64:
-        raise ValueError(f"labels must be an int64 tensor of shape ({n},); got {getattr(labels, 'shape', type(labels))}.")
-    if n and (int(labels.min()) < 0 or int(labels.max()) >= c):
-        raise ValueError(f"labels must lie in [0, {c}); got range [{int(labels.min())}, {int(labels.max())}].")
-    return c
-
-
 def _as_class_vector(name, x, c):
     t = x.detach().double() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
     if t.ndim != 1 or (c is not None and t.numel() != c):

@@ -3,9 +3,7 @@ embeddings aligned to their labels."""
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.spatial import procrustes
-
+from ..geometry import procrustes_align
 from ._core import _np, new_axes
 
 __all__ = ["lambda_min_curve", "procrustes_scatter"]
@@ -53,10 +51,7 @@ def procrustes_scatter(z, y, ax=None, *, color=None, title: str | None = None):
     Axes, with grey segments joining each label to its aligned embedding.
     """
     z, y = _np(z), _np(y)
-    width = max(z.shape[1], y.shape[1])
-    zp = np.pad(z, ((0, 0), (0, width - z.shape[1])))
-    yp = np.pad(y, ((0, 0), (0, width - y.shape[1])))
-    ys, zs, _ = procrustes(yp, zp)
+    ys, zs, _ = procrustes_align(y, z)
     ax = new_axes(ax)
     for a, b in zip(ys, zs):
         ax.plot([a[0], b[0]], [a[1], b[1]], color="0.75", lw=0.6, zorder=1)

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_counts, check_in, check_nonnegative, check_positive
+from .._validation import check_counts, check_in, check_int, check_nonnegative, check_positive
 from ..geometry import etf_gram, seli_geometry
 
 __all__ = ["CEUFMResult", "ce_margins", "log_mean_ce", "ufm_objective", "train_ufm"]
@@ -241,12 +241,6 @@ def _step(W, H, grads, optimizer, lr, momentum, velocity):
     H.sub_(lr * g_h)
 
 
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
-
-
 def train_ufm(
     counts,
     dim: int,
@@ -323,7 +317,7 @@ def train_ufm(
     """
     counts = check_counts(counts, min_classes=2)
     c = counts.size
-    dim = _check_int("dim", dim, c - 1)
+    dim = check_int("dim", dim, c - 1)
     if loss != "ce":
         raise ValueError(f"loss must be 'ce' for train_ufm; got {loss!r}. Contrastive UFMs have their own trainers.")
     check_in("optimizer", optimizer, _OPTIMIZERS)
@@ -334,8 +328,8 @@ def train_ufm(
     momentum = check_nonnegative("momentum", momentum)
     if momentum >= 1:
         raise ValueError(f"momentum must lie in [0, 1); got {momentum!r}.")
-    steps = _check_int("steps", steps, 1)
-    record_every = _check_int("record_every", record_every, 1)
+    steps = check_int("steps", steps, 1)
+    record_every = check_int("record_every", record_every, 1)
     device = torch.device("cpu" if device is None else device)
     dtype = torch.float64
     prob = _Problem(counts, level, device, dtype)
