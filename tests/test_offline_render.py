@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("check_offline_render", ROOT / "tools" / "check_offline_render.py")
@@ -63,3 +66,49 @@ def test_missing_local_files_ignore_remote_and_data_urls(tmp_path):
 def test_missing_page_is_reported(tmp_path, capsys):
     assert cor.main([str(tmp_path / "nope.html")]) == 1
     assert "does not exist: build the book first" in capsys.readouterr().err
+
+
+EXPLORER = """<div id="e" class="ncbook-seli-explorer" data-frames="2"{ready}>
+<div class="ncbook-seli-controls"></div>
+<img class="ncbook-seli-frame" data-r="0" data-f="0"{h0} src="data:,">
+<img class="ncbook-seli-frame" data-r="1" data-f="0"{h1} src="data:,"></div>"""
+
+
+def test_explorer_checks():
+    ok = _scan(EXPLORER.format(ready=' data-ready="1" data-shown="1,0"', h0=" hidden", h1=""))
+    assert cor.explorer_problems(Path("p.html"), ok.explorers) == []
+    stale = _scan(EXPLORER.format(ready=' data-ready="1" data-shown="0,0"', h0=" hidden", h1=""))
+    assert "sliders select 0,0" in " ".join(cor.explorer_problems(Path("p.html"), stale.explorers))
+    dead = _scan(EXPLORER.format(ready="", h0="", h1=""))
+    problems = " ".join(cor.explorer_problems(Path("p.html"), dead.explorers))
+    assert "did not run" in problems and "2 frames visible" in problems
+    assert "no precomputed-frames explorer" in cor.explorer_problems(Path("p.html"), _scan(RENDERED).explorers)[0]
+
+
+def test_console_errors_are_read_from_the_browser_log():
+    log = "\n".join([
+        '[1:1:1130/200823.57:INFO:CONSOLE:1] "plain log", source: file:///p.html (1)',
+        f'[1:1:1130/200823.57:INFO:CONSOLE:1] "{cor.CONSOLE_MARK}: boom", source: file:///p.html (1)',
+        "[1:1:1130/200823.58:INFO:CONSOLE(2)] \"Uncaught TypeError: Cannot read properties of undefined "
+        "(reading 'Hub')\", source: file:///p.html (2)",
+        "[1:1:1130/200823.59:WARNING:some_component.cc(12)] not a console line",
+    ])
+    errors = cor.console_errors(log)
+    assert len(errors) == 2 and errors[0].startswith('"boom"') and "reading 'Hub'" in errors[1]
+    assert cor.with_console_probe("<html><head><title>t</title></head></html>").index(cor.CONSOLE_MARK) < \
+        "<html><head><title>t</title></head></html>".index("<title>") + len(cor.CONSOLE_PROBE)
+
+
+@pytest.mark.skipif(not any(shutil.which(b) for b in cor.BROWSERS), reason="needs headless Chromium")
+def test_page_that_throws_fails_the_check(tmp_path):
+    page = tmp_path / "throws.html"
+    page.write_text("<html><head></head><body><p>x</p><script>console.error('from console.error');</script>"
+                    "<script>window.MathJax = {}; MathJax.Hub.Queue(['Typeset']);</script></body></html>")
+    problems = cor.check(page, widget=False, min_math=0, screenshot=tmp_path / "s.png", budget_ms=2000, timeout=120)
+    text = "\n".join(problems)
+    assert "console error" in text and "from console.error" in text and "reading 'Queue'" in text, text
+    assert "throws.html" in text and "console-check" not in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.png", "throws.html"]   # the probed copy is gone
+    clean = tmp_path / "clean.html"
+    clean.write_text("<html><head></head><body><p>x</p><script>console.log('fine');</script></body></html>")
+    assert cor.check(clean, widget=False, min_math=0, screenshot=tmp_path / "c.png", budget_ms=2000, timeout=120) == []
