@@ -5,6 +5,11 @@ Letters: ``C`` classes, ``R`` the STEP imbalance ratio, ``k_min`` minority class
 
 from __future__ import annotations
 
+import base64
+import functools
+import io
+import json
+import uuid
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -144,31 +149,232 @@ def seli_explorer(ratio: float = 10.0, minority_fraction: float = 0.5, num_class
     return fig
 
 
-def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes: int = 4):
-    """Sliders for ``R`` (log scale), minority fraction and ``C`` that redraw :func:`seli_explorer`.
+# Precomputed states of the explorer shown where no kernel runs (the built HTML page): R over
+# half-decades (the values a log slider in steps of 0.5 lands on) and three minority fractions.
+WIDGET_RATIOS = (1.0, 10 ** 0.5, 10.0, 10 ** 1.5, 100.0, 10 ** 2.5, 1000.0)
+WIDGET_FRACTIONS = (0.25, 0.5, 0.75)
+
+
+@functools.lru_cache(maxsize=256)
+def _explorer_png(ratio: float, minority_fraction: float, num_classes: int, dpi: int) -> bytes:
+    """PNG bytes of :func:`seli_explorer` (cached: sliders revisit states, cells are re-run).
+
+    The figure is closed, so that no backend shows it again at the end of a cell.
+    """
+    fig = seli_explorer(ratio, minority_fraction, num_classes)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=dpi)
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+class SeliWidget:
+    """The SELI explorer with sliders, displayed truthfully wherever it is shown.
+
+    Built by :func:`seli_widget`; read that function's notes. Displaying it publishes one
+    output with three representations, and each front end picks the one it can run:
+
+    * ``application/vnd.jupyter.widget-view+json`` (live kernel: Jupyter, Colab, VS Code):
+      ipywidgets sliders for ``R`` (log scale), the minority fraction and ``C`` over an
+      ``ipywidgets.Output`` that receives an explicit PNG of :func:`seli_explorer` each time a
+      slider moves. The figure is put into the Output by the kernel (``append_display_data``),
+      never by capturing cell output, so a notebook client executing the cell has nothing to
+      answer and cannot block on it.
+    * ``text/html`` (a static page, no kernel): precomputed figures on the grid
+      ``ratios x minority_fractions`` at fixed ``C``, with two range inputs that swap them in
+      the browser (a few lines of JavaScript, no network). Without JavaScript only the figure
+      of the initial values shows and the sliders stay hidden.
+    * ``image/png``: the figure of the initial values.
+    """
+
+    def __init__(self, ratio: float, minority_fraction: float, num_classes: int, *, ratios: Sequence[float],
+                 minority_fractions: Sequence[float], dpi: int):
+        self.ratio, self.minority_fraction, self.num_classes = float(ratio), float(minority_fraction), int(num_classes)
+        self.ratios = tuple(float(r) for r in ratios)
+        self.minority_fractions = tuple(float(f) for f in minority_fractions)
+        self.dpi = int(dpi)
+        self._live = None
+
+    def png(self, ratio: float, minority_fraction: float, num_classes: int | None = None) -> bytes:
+        """PNG bytes of ``seli_explorer(ratio, minority_fraction, num_classes)`` (cached)."""
+        c = self.num_classes if num_classes is None else num_classes
+        return _explorer_png(float(ratio), float(minority_fraction), int(c), self.dpi)
+
+    def frames(self) -> dict[tuple[float, float], bytes]:
+        """The precomputed states of the static page: ``{(R, minority fraction): PNG}`` at this ``C``."""
+        return {(r, f): self.png(r, f) for r in self.ratios for f in self.minority_fractions}
+
+    # -- live widget (kernel) ------------------------------------------------------------------
+    def live(self):
+        """The ipywidgets box (sliders over an Output holding an explicit figure); built once.
+
+        Raises ``ImportError`` if ipywidgets is not installed.
+        """
+        if self._live is not None:
+            return self._live
+        import ipywidgets as widgets
+
+        sliders = {
+            "ratio": widgets.FloatLogSlider(value=self.ratio, base=10, min=0, max=3, step=0.05, description="R",
+                                            continuous_update=False),
+            "minority_fraction": widgets.FloatSlider(value=self.minority_fraction, min=0.05, max=0.95, step=0.05,
+                                                     description="minority fraction", continuous_update=False,
+                                                     style={"description_width": "initial"}),
+            "num_classes": widgets.IntSlider(value=self.num_classes, min=2, max=12, description="C",
+                                             continuous_update=False),
+        }
+        out = widgets.Output()
+
+        def redraw(_change=None):
+            values = [sliders[k].value for k in ("ratio", "minority_fraction", "num_classes")]
+            png = base64.b64encode(self.png(*values)).decode("ascii")
+            text = "SELI explorer: R = {:.3g}, minority fraction = {:g}, C = {}".format(*values)
+            # the kernel sets the Output's state itself (one message): no `with out:` capture of cell
+            # output that a notebook client would have to mirror back to the kernel
+            out.outputs = ({"output_type": "display_data", "metadata": {},
+                            "data": {"image/png": png, "text/plain": text}},)
+
+        for s in sliders.values():
+            s.observe(redraw, names="value")
+        redraw()
+        self._live = widgets.VBox([widgets.HBox(list(sliders.values())), out])
+        return self._live
+
+    # -- static page -----------------------------------------------------------------------------
+    def to_html(self) -> str:
+        """Self-contained HTML: the precomputed frames and two range inputs that switch them."""
+        uid = f"ncbook-seli-{uuid.uuid4().hex[:10]}"
+        r0 = int(np.argmin(np.abs(np.log(np.array(self.ratios)) - np.log(self.ratio))))
+        f0 = int(np.argmin(np.abs(np.array(self.minority_fractions) - self.minority_fraction)))
+        imgs = []
+        for i, r in enumerate(self.ratios):
+            for j, f in enumerate(self.minority_fractions):
+                data = base64.b64encode(self.png(r, f)).decode("ascii")
+                hidden = "" if (i, j) == (r0, f0) else " hidden"
+                imgs.append(f'<img class="ncbook-seli-frame" data-r="{i}" data-f="{j}"{hidden} '
+                            f'alt="SELI explorer at R = {r:.3g}, minority fraction = {f:g}, C = {self.num_classes}" '
+                            f'style="max-width:100%" src="data:image/png;base64,{data}">')
+        r_labels = json.dumps([f"{r:.3g}" for r in self.ratios])
+        f_labels = json.dumps([f"{f:g}" for f in self.minority_fractions])
+        return (
+            f'<div id="{uid}" class="ncbook-seli-explorer" data-frames="{len(imgs)}" '
+            f'data-classes="{self.num_classes}">\n'
+            f'<div class="ncbook-seli-controls" hidden style="font-family:sans-serif;font-size:0.9em;margin:0.3em 0">'
+            f'<label>R <input type="range" class="ncbook-seli-r" min="0" max="{len(self.ratios) - 1}" step="1" '
+            f'value="{r0}"> <output class="ncbook-seli-r-value"></output></label>&emsp;'
+            f'<label>minority fraction <input type="range" class="ncbook-seli-f" min="0" '
+            f'max="{len(self.minority_fractions) - 1}" step="1" value="{f0}"> '
+            f'<output class="ncbook-seli-f-value"></output></label>&emsp;'
+            f'<span>C = {self.num_classes} (precomputed states; run the notebook for any value)</span></div>\n'
+            + "\n".join(imgs) +
+            "\n<script>\n(function () {\n"
+            f'  var root = document.getElementById("{uid}");\n'
+            "  if (!root) { return; }\n"
+            f"  var rLabels = {r_labels}, fLabels = {f_labels};\n"
+            '  var r = root.querySelector(".ncbook-seli-r"), f = root.querySelector(".ncbook-seli-f");\n'
+            '  var frames = root.querySelectorAll(".ncbook-seli-frame");\n'
+            "  function show() {\n"
+            "    for (var k = 0; k < frames.length; k++) {\n"
+            "      frames[k].hidden = !(frames[k].dataset.r === r.value && frames[k].dataset.f === f.value);\n"
+            "    }\n"
+            '    root.querySelector(".ncbook-seli-r-value").textContent = rLabels[+r.value];\n'
+            '    root.querySelector(".ncbook-seli-f-value").textContent = fLabels[+f.value];\n'
+            "    root.dataset.shown = r.value + \",\" + f.value;\n"
+            "  }\n"
+            '  r.addEventListener("input", show);\n'
+            '  f.addEventListener("input", show);\n'
+            '  root.querySelector(".ncbook-seli-controls").hidden = false;\n'
+            "  show();\n"
+            '  root.dataset.ready = "1";\n'
+            "})();\n</script>\n</div>"
+        )
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {
+            "text/plain": (f"SELI explorer: R = {self.ratio:g}, minority fraction = {self.minority_fraction:g}, "
+                           f"C = {self.num_classes}"),
+            "image/png": base64.b64encode(self.png(self.ratio, self.minority_fraction)).decode("ascii"),
+            "text/html": self.to_html(),
+        }
+        live = self._live_view()
+        if live is not None:
+            bundle["application/vnd.jupyter.widget-view+json"] = live
+        return bundle
+
+    def _live_view(self):
+        """The widget-view data of :meth:`live` when a kernel runs and ipywidgets is installed, else None."""
+        try:
+            from IPython import get_ipython
+
+            if getattr(get_ipython(), "kernel", None) is None:
+                return None
+            box = self.live()
+        except ImportError:
+            return None
+        return {"version_major": 2, "version_minor": 0, "model_id": box.model_id}
+
+
+def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes: int = 4, *,
+                ratios: Sequence[float] = WIDGET_RATIOS, minority_fractions: Sequence[float] = WIDGET_FRACTIONS,
+                dpi: int = 72) -> SeliWidget:
+    """Sliders for ``R`` (log scale), minority fraction and ``C`` in front of :func:`seli_explorer`.
+
+    In a live kernel (Jupyter, Colab) the sliders recompute the figure for any value; on a
+    static page (the built book) they switch between figures precomputed on the grid
+    ``ratios x minority_fractions`` at ``C = num_classes``, so a slider never pretends.
+
+    Parameters
+    ----------
+    ratio : float
+        Initial ``R >= 1``.
+    minority_fraction : float
+        Initial share of minority classes, in ``(0, 1)``.
+    num_classes : int
+        ``C >= 2``; fixed on the static page.
+    ratios, minority_fractions : sequence of float
+        The grid of the static page (``len(ratios) * len(minority_fractions)`` figures).
+    dpi : int
+        Resolution of every figure.
 
     Returns
     -------
-    ipywidgets.interactive
-        Display it in a notebook; the static figure of its initial values is
-        ``seli_explorer(ratio, minority_fraction, num_classes)``.
+    SeliWidget
+        Display it (last expression of a cell). Its ``image/png`` form is
+        ``seli_explorer(ratio, minority_fraction, num_classes)``; ``.live()`` is the
+        ipywidgets box, ``.to_html()`` the static page form, ``.frames()`` the precomputed PNGs.
 
     Raises
     ------
-    ImportError
-        If ipywidgets is not installed (``pip install ipywidgets``); call
-        :func:`seli_explorer` for a static figure instead.
+    ValueError
+        For values that :func:`step_counts` rejects, or an empty grid.
+
+    Notes
+    -----
+    Executing the cell never waits on the client: no output is captured into the Output
+    widget while the cell runs (the figure is set as the Output's state by the kernel).
+    Capturing output there (``ipywidgets.interactive`` whose function calls ``plt.show()``)
+    makes nbclient send comm messages on the shell channel while it waits on that channel for
+    the execute reply, and the reply can then sit unread until the cell timeout.
+
+    Examples
+    --------
+    >>> w = seli_widget(10.0, 0.5, 4, ratios=(1.0, 10.0), minority_fractions=(0.5,), dpi=20)
+    >>> sorted(w.frames())
+    [(1.0, 0.5), (10.0, 0.5)]
+    >>> html = w.to_html()
+    >>> html.count('class="ncbook-seli-frame"'), html.count(" hidden")
+    (2, 2)
     """
-    import ipywidgets as widgets
-
-    def _draw(ratio, minority_fraction, num_classes):
-        seli_explorer(ratio, minority_fraction, num_classes)
-        plt.show()
-
-    return widgets.interactive(
-        _draw,
-        ratio=widgets.FloatLogSlider(value=ratio, base=10, min=0, max=3, step=0.05, description="R"),
-        minority_fraction=widgets.FloatSlider(value=minority_fraction, min=0.05, max=0.95, step=0.05,
-                                              description="minority fraction"),
-        num_classes=widgets.IntSlider(value=num_classes, min=2, max=12, description="C"),
-    )
+    step_counts(ratio, minority_fraction, num_classes)  # validates the initial values
+    for name, grid in (("ratios", ratios), ("minority_fractions", minority_fractions)):
+        if len(grid) == 0:
+            raise ValueError(f"{name} must hold at least one value; got {grid!r}.")
+    for r in ratios:
+        step_counts(r, minority_fractions[0], num_classes)
+    for f in minority_fractions:
+        step_counts(ratios[0], f, num_classes)
+    dpi = int(check_positive("dpi", dpi))
+    return SeliWidget(ratio, minority_fraction, num_classes, ratios=ratios, minority_fractions=minority_fractions,
+                      dpi=dpi)
