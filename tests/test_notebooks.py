@@ -31,12 +31,17 @@ def _toc_files() -> list[Path]:
 CHAPTERS = [p for p in _toc_files() if "jupytext" in p.read_text()]
 
 
+# Seconds per cell. Quick cells take at most a few minutes on 2 CPU cores, so a stuck cell fails
+# fast (nbclient names it) instead of sitting out a long default; full-profile cells train for long.
+CELL_TIMEOUT = {"quick": 300, "full": 1800}
+
+
 def _execute(path: Path, profile: str):
     nb = jupytext.read(path)
     env_before = os.environ.get("NCBOOK_PROFILE")
     os.environ["NCBOOK_PROFILE"] = profile
     try:
-        client = nbclient.NotebookClient(nb, timeout=1800, kernel_name="python3",
+        client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT[profile], kernel_name="python3",
                                          resources={"metadata": {"path": str(path.parent)}})
         client.execute()  # a failing cell raises CellExecutionError with its traceback
     finally:
