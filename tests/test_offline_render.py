@@ -108,7 +108,16 @@ def test_page_that_throws_fails_the_check(tmp_path):
     text = "\n".join(problems)
     assert "console error" in text and "from console.error" in text and "reading 'Queue'" in text, text
     assert "throws.html" in text and "console-check" not in text
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.png", "throws.html"]   # the probed copy is gone
+    assert not list(tmp_path.glob(".*console-check*"))   # the probed copy is gone
+    assert cor.check(page, widget=False, min_math=0, screenshot=tmp_path / "s.png", budget_ms=2000, timeout=120,
+                     strict_console=True)   # strictness adds failures, never removes them
+    theme = tmp_path / "theme.html"   # the known theme-stack error passes, unless strict
+    theme.write_text("<html><head></head><body><script>const THEBE_JS_URL = 1;</script>"
+                     "<script>const THEBE_JS_URL = 1;</script></body></html>")
+    assert cor.check(theme, widget=False, min_math=0, screenshot=tmp_path / "t.png", budget_ms=2000, timeout=120) == []
+    strict = cor.check(theme, widget=False, min_math=0, screenshot=tmp_path / "t.png", budget_ms=2000, timeout=120,
+                       strict_console=True)
+    assert len(strict) == 1 and "THEBE_JS_URL" in strict[0]
     clean = tmp_path / "clean.html"
     clean.write_text("<html><head></head><body><p>x</p><script>console.log('fine');</script></body></html>")
     assert cor.check(clean, widget=False, min_math=0, screenshot=tmp_path / "c.png", budget_ms=2000, timeout=120) == []

@@ -87,10 +87,17 @@ def test_widget_cell_executes_ten_times_without_blocking_the_client():
     print(f"{RUNS} widget cells (plus setup and kernel start) in {elapsed:.1f} s")
 
 
-def test_chapter_hides_the_live_widget_from_the_static_page():
-    """The HTML build must pick the precomputed frames, not the ipywidgets view (live only)."""
-    overrides = jupytext.read(CHAPTER).metadata.get("mystnb", {}).get("mime_priority_overrides", [])
-    assert ["*", "application/vnd.jupyter.widget-view+json", None] in [list(o) for o in overrides]
+def test_book_never_renders_a_live_widget_view():
+    """The HTML build must pick the precomputed frames, not the ipywidgets view (live only).
+
+    myst-nb selects output forms in a Sphinx post-transform from the global
+    ``nb_mime_priority_overrides`` (a notebook's own ``mystnb`` metadata is not read there).
+    """
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    overrides = [list(o) for o in config.get("nb_mime_priority_overrides", [])]
+    assert ["*", "application/vnd.jupyter.widget-view+json", None] in overrides
 
 
 @pytest.fixture(scope="module")

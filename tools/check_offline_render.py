@@ -17,7 +17,9 @@ inspects the resulting DOM:
 * the console: no uncaught exception, unhandled promise rejection or ``console.error`` call
   (e.g. ``MathJax.Hub.Queue`` from a widget script written for MathJax 2). Chromium logs every
   console message at the same level, so the page is loaded through a copy (next to it, removed
-  afterwards) whose first script marks ``console.error`` calls and uncaught errors.
+  afterwards) whose first script marks ``console.error`` calls and uncaught errors. Two errors
+  that every Jupyter Book 1 page logs from its theme stack (``KNOWN_CONSOLE_ERRORS``) are printed
+  but not failed on unless ``--strict-console``.
 
 It also saves a screenshot (default ``_build/screenshots/<page>.png``) for people to look at,
 and fails if the rendered page points at a local script, stylesheet or image that does not
@@ -119,6 +121,25 @@ CONSOLE_PROBE = f"""<script>(function () {{
 CONSOLE_LINE = re.compile(r":CONSOLE[:(]\d*\)?\] (.*)$")
 
 
+# Errors every Jupyter Book 1 page logs today, from the theme stack rather than the book's content.
+# Listed (and printed) rather than failed on, until the configuration removes them; --strict-console
+# fails on them too. Each: (pattern, where it comes from).
+KNOWN_CONSOLE_ERRORS = [
+    (re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
+     "the sphinx-thebe settings script is written twice into every page (thebe itself is not used)"),
+    (re.compile(r"Got invalid theme mode: \. Resetting to auto"),
+     "pydata-sphinx-theme: no default colour mode set (theme option default_mode)"),
+]
+
+
+def known_console_error(text: str) -> str | None:
+    """Where a known theme-stack console error comes from, or None for any other message."""
+    for pattern, why in KNOWN_CONSOLE_ERRORS:
+        if pattern.search(text):
+            return why
+    return None
+
+
 def with_console_probe(html: str) -> str:
     """``html`` with :data:`CONSOLE_PROBE` as the first thing the browser runs."""
     m = re.search(r"<head[^>]*>", html, flags=re.I)
@@ -157,7 +178,7 @@ def missing_local_files(page: Path, resources: list[str]) -> list[str]:
 
 
 def check(page: Path, *, widget: bool, min_math: int, screenshot: Path, budget_ms: int, timeout: float,
-          explorer: bool = False) -> list[str]:
+          explorer: bool = False, strict_console: bool = False) -> list[str]:
     """Problems found on ``page`` (empty list when it renders)."""
     url = page.resolve().as_uri()
     problems = []
@@ -190,9 +211,13 @@ def check(page: Path, *, widget: bool, min_math: int, screenshot: Path, budget_m
     if explorer:
         problems += explorer_problems(page, scan.explorers)
     errors = [e.replace(probed.name, page.name) for e in console_errors(dom_run.stderr)]
-    print(f"{page}: {len(errors)} console errors")
+    known = [(e, known_console_error(e)) for e in errors if known_console_error(e) and not strict_console]
+    print(f"{page}: {len(errors)} console errors ({len(known)} known from the theme stack, not failed on)")
+    for e, why in known:
+        print(f"  known console error: {e} [{why}]")
     for e in errors:
-        problems.append(f"{page}: console error: {e}")
+        if strict_console or not known_console_error(e):
+            problems.append(f"{page}: console error: {e}")
     for path in missing_local_files(page, scan.resources):
         problems.append(f"{page}: requested a local file that does not exist: {path}")
     if shot_run.returncode != 0 or not screenshot.exists():
@@ -228,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widget", action="store_true", help="also require a rendered ipywidgets widget")
     parser.add_argument("--explorer", action="store_true",
                         help="also require a working precomputed-frames explorer (plotting.seli_widget)")
+    parser.add_argument("--strict-console", action="store_true",
+                        help="fail on the known theme-stack console errors too (KNOWN_CONSOLE_ERRORS)")
     parser.add_argument("--min-math", type=int, default=1, help="least number of typeset math elements (default 1)")
     parser.add_argument("--screenshot", type=Path, default=None,
                         help="PNG to write (default: _build/screenshots/<page stem>.png)")
@@ -238,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.page} does not exist: build the book first (jupyter-book build .)", file=sys.stderr)
         return 1
     screenshot = args.screenshot or ROOT / "_build" / "screenshots" / f"{args.page.stem}.png"
-    problems = check(args.page, widget=args.widget, explorer=args.explorer, min_math=args.min_math, screenshot=screenshot,
+    problems = check(args.page, widget=args.widget, explorer=args.explorer, strict_console=args.strict_console,
+                     min_math=args.min_math, screenshot=screenshot,
                      budget_ms=args.budget_ms, timeout=args.timeout)
     for p in problems:
         print(p, file=sys.stderr)
