@@ -179,10 +179,11 @@ class SeliWidget:
     * ``application/vnd.jupyter.widget-view+json`` (live kernel: Jupyter, Colab, VS Code):
       ipywidgets sliders for ``R`` (log scale), the minority fraction and ``C`` over an
       ``ipywidgets.Output`` that receives an explicit PNG of :func:`seli_explorer` each time a
-      slider moves. The figure is put into the Output by the kernel (``append_display_data``),
-      never by capturing cell output, so a notebook client executing the cell has nothing to
-      answer and cannot block on it.
-    * ``text/html`` (a static page, no kernel): precomputed figures on the grid
+      slider moves. The kernel sets the figure as the Output's ``outputs`` state, never by
+      capturing cell output, so a notebook client executing the cell has nothing to send back
+      and cannot block on it.
+    * ``text/html`` (a static page, no kernel; the book's HTML build drops the widget view with
+      ``nb_mime_priority_overrides`` in ``_config.yml``): precomputed figures on the grid
       ``ratios x minority_fractions`` at fixed ``C``, with two range inputs that swap them in
       the browser (a few lines of JavaScript, no network). Without JavaScript only the figure
       of the initial values shows and the sliders stay hidden.
