@@ -257,7 +257,7 @@ def record_claim(folder: str | Path, *, chapter: str, claim: str, ours, setting:
         raise ValueError(f"derived must be a number or a list of numbers; got {derived!r}.")
     if kind == "comparison" and not ranking:
         raise ValueError(f"a comparison claim must state the ranking of the methods it compares; claim {claim!r}.")
-    tolerance = _check_tolerance(dict(tolerance), _plain(paper), _plain(derived))
+    tolerance = dict(_check_tolerance(tolerance, _plain(paper), _plain(derived)))
     ours = _plain(ours)
     record = {"chapter": chapter, "claim": claim, "kind": kind, "paper": _plain(paper), "source": source,
               "derived": _plain(derived), "derived_how": derived_how, "ours": ours, "setting": setting,
