@@ -112,14 +112,16 @@ def test_results_round_trip(tmp_path):
     assert rec["metrics"] == {"acc": 0.5, "per_class": [pytest.approx(0.1), None]}
     assert rec["config"] == {"lr": 0.1} and rec["seed"] == 1
     assert train.load_results(tmp_path / "nothing") == []
-    train.record_claim(tmp_path, chapter="nc_primer", claim="c", ours=1.0, setting="s", profile="quick")
+    train.record_claim(tmp_path, chapter="nc_primer", claim="c", ours=1.0, setting="s", profile="quick",
+                       tolerance={"above": 0})
     assert len(train.load_results(tmp_path)) == 1  # claims are not results
     with pytest.raises(ValueError, match="setting must be letters"):
         train.save_result(tmp_path, chapter="x", setting="a b", seed=0, metrics={}, wall_seconds=0)
 
 
 def test_claims_replace_by_claim_and_profile(tmp_path):
-    kw = dict(chapter="seli", claim="w_min/w_maj at R = 10", setting="closed form", paper=0.7079)
+    kw = dict(chapter="seli", claim="w_min/w_maj at R = 10", setting="closed form", derived=0.7079,
+              derived_how="closed form", tolerance={"abs": 1e-3, "against": "derived"})
     train.record_claim(tmp_path, ours=0.70, profile="quick", **kw)
     train.record_claim(tmp_path, ours=0.7079, profile="quick", **kw)
     train.record_claim(tmp_path, ours=0.71, profile="full", **kw)

@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["save_result", "load_results", "device_name", "record_claim", "load_claims"]
+__all__ = ["save_result", "load_results", "device_name", "record_claim", "load_claims", "claim_verdict",
+           "describe_tolerance"]
 
 
 def device_name() -> str:
@@ -93,14 +94,105 @@ def load_results(folder: str | Path, chapter: str | None = None) -> list[dict]:
     return sorted(records, key=lambda r: (r["chapter"], r["setting"], r["seed"]))
 
 
-def record_claim(folder: str | Path, *, chapter: str, claim: str, ours: float, setting: str, profile: str,
-                 paper: float | str | None = None, tolerance: str = "") -> Path:
+KINDS = ("value", "comparison")
+VERDICTS = ("reproduced", "not reproduced", "not run")
+_CHECKS = ("abs", "rel", "above", "below", "between")
+
+
+def _check_tolerance(tolerance: dict, paper, derived) -> dict:
+    """Validate a tolerance spec; return it with its reference value resolved."""
+    if not isinstance(tolerance, dict):
+        raise TypeError(f"tolerance must be a dict such as {{'abs': 1e-4, 'against': 'derived'}} or "
+                        f"{{'above': 0}}; got {type(tolerance).__name__} {tolerance!r}.")
+    checks = [k for k in _CHECKS if k in tolerance]
+    unknown = set(tolerance) - set(_CHECKS) - {"against"}
+    if len(checks) != 1 or unknown:
+        raise ValueError(f"tolerance must hold exactly one of {_CHECKS} (plus 'against' for 'abs'/'rel'); "
+                         f"got {tolerance!r}.")
+    check = checks[0]
+    if check in ("abs", "rel"):
+        against = tolerance.get("against")
+        ref = {"paper": paper, "derived": derived}.get(against)
+        if against not in ("paper", "derived") or ref is None or isinstance(ref, str):
+            raise ValueError(f"tolerance {check!r} needs against='paper' or 'derived' naming a numeric value "
+                             f"recorded with the claim; got against={against!r} (paper={paper!r}, derived={derived!r}).")
+    elif "against" in tolerance:
+        raise ValueError(f"'against' goes with 'abs' or 'rel' only; got {tolerance!r}.")
+    if check == "between" and not (isinstance(tolerance["between"], (list, tuple)) and len(tolerance["between"]) == 2):
+        raise ValueError(f"tolerance 'between' must be [low, high]; got {tolerance['between']!r}.")
+    return tolerance
+
+
+def _flat(value) -> list:
+    return [float(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
+def claim_verdict(ours, tolerance: dict, *, paper=None, derived=None) -> str:
+    """The verdict of one claim: ``"reproduced"``, ``"not reproduced"`` or ``"not run"`` (no measured value).
+
+    ``tolerance`` holds one check: ``{"abs": t, "against": "paper" | "derived"}`` (every entry within
+    ``t``), ``{"rel": t, "against": ...}`` (relative), ``{"above": x}``, ``{"below": x}`` or
+    ``{"between": [lo, hi]}`` (every entry strictly above / below / inside).
+
+    Examples
+    --------
+    >>> claim_verdict(0.7080, {"abs": 1e-3, "against": "derived"}, derived=0.7079)
+    'reproduced'
+    >>> claim_verdict(-0.2, {"above": 0})
+    'not reproduced'
+    >>> claim_verdict(None, {"above": 0})
+    'not run'
+    """
+    if ours is None:
+        return "not run"
+    values = _flat(ours)
+    if any(not math.isfinite(v) for v in values):
+        return "not reproduced"
+    if "abs" in tolerance or "rel" in tolerance:
+        ref = _flat(paper if tolerance["against"] == "paper" else derived)
+        if len(ref) != len(values):
+            return "not reproduced"
+        if "abs" in tolerance:
+            ok = all(abs(v - r) <= tolerance["abs"] for v, r in zip(values, ref))
+        else:
+            ok = all(abs(v - r) <= tolerance["rel"] * abs(r) for v, r in zip(values, ref))
+    elif "above" in tolerance:
+        ok = all(v > tolerance["above"] for v in values)
+    elif "below" in tolerance:
+        ok = all(v < tolerance["below"] for v in values)
+    else:
+        lo, hi = tolerance["between"]
+        ok = all(lo <= v <= hi for v in values)
+    return "reproduced" if ok else "not reproduced"
+
+
+def describe_tolerance(tolerance: dict) -> str:
+    """The tolerance in words, e.g. ``"within 0.001 of the derived value"``."""
+    if "abs" in tolerance:
+        return f"within {tolerance['abs']:g} of the {tolerance['against']} value"
+    if "rel" in tolerance:
+        return f"within {100 * tolerance['rel']:g}% of the {tolerance['against']} value"
+    if "above" in tolerance:
+        return f"above {tolerance['above']:g}"
+    if "below" in tolerance:
+        return f"below {tolerance['below']:g}"
+    lo, hi = tolerance["between"]
+    return f"between {lo:g} and {hi:g}"
+
+
+def record_claim(folder: str | Path, *, chapter: str, claim: str, ours, setting: str, profile: str,
+                 tolerance: dict, paper=None, source: str | None = None, derived=None,
+                 derived_how: str | None = None, kind: str = "value", ranking: list | None = None) -> Path:
     """Record one of a chapter's checks of a paper's claim, for the reproduction page.
 
-    Each call appends (or replaces, by ``claim``) an entry in
-    ``<folder>/claims/<profile>/<chapter>.json``: quick records are rebuilt by every book build,
-    full records come from a GPU run and are meant to be committed. The chapter computes ``ours``; ``paper`` is the
-    paper's quoted number (or a short quoted statement), never computed here.
+    Three kinds of value are kept apart: ``paper`` is quoted from the paper (a number or a short
+    statement, never computed here) and needs ``source`` (table, figure, theorem or equation, and its
+    setting); ``derived`` is a value this book derived itself (closed form, exact solve) and needs
+    ``derived_how``; ``ours`` is what our run measured. The verdict (:func:`claim_verdict`) is computed
+    from ``tolerance`` and stored with the record.
+
+    Each call appends (or replaces, by ``claim``) an entry in ``<folder>/claims/<profile>/<chapter>.json``:
+    quick records are rebuilt by every book build, full records come from a GPU run and are committed.
 
     Parameters
     ----------
@@ -109,29 +201,74 @@ def record_claim(folder: str | Path, *, chapter: str, claim: str, ours: float, s
     chapter : str
         The chapter's file stem.
     claim : str
-        One sentence: what the paper claims.
-    ours : float
-        The value this run computed.
+        One sentence: what is claimed, with its hypotheses.
+    ours : float, list of float or None
+        The value this run measured (``None``: not run; the verdict is then ``"not run"``).
     setting : str
         The setting of our run (data, model, sizes).
     profile : {"quick", "full"}
-    paper : float or str, optional
-        The paper's number as quoted.
-    tolerance : str
-        How close ours must be to count as reproduced, in words.
+    tolerance : dict
+        One check, see :func:`claim_verdict`.
+    paper : float, list or str, optional
+        The paper's number or statement, as quoted.
+    source : str, optional
+        Where ``paper`` comes from (e.g. ``"Table 2, ResNet-32, CIFAR-10-LT IF 100"``); required with ``paper``.
+    derived : float or list, optional
+        A value derived in this book (never in the paper column).
+    derived_how : str, optional
+        How ``derived`` was obtained; required with ``derived``.
+    kind : {"value", "comparison"}
+        A comparison claim must give ``ranking``.
+    ranking : list of [name, value], optional
+        For comparisons: the methods ranked by our measurement, best first.
 
     Returns
     -------
     Path of the JSON file.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``profile`` or ``kind``, a ``paper`` value without ``source``, a ``derived`` value
+        without ``derived_how``, a comparison without ``ranking``, or a malformed ``tolerance``.
+    TypeError
+        If ``tolerance`` is not a dict.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = record_claim(d, chapter="seli", claim="c", ours=0.708, setting="s", profile="quick",
+    ...                      derived=0.7079, derived_how="closed form", tolerance={"abs": 1e-3, "against": "derived"})
+    ...     load_claims(d)[0]["verdict"]
+    'reproduced'
     """
     if profile not in ("quick", "full"):
         raise ValueError(f"profile must be 'quick' or 'full'; got {profile!r}.")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}.")
+    if paper is not None and not (source and str(source).strip()):
+        raise ValueError(f"a paper value needs its source (table, figure, theorem or equation); claim {claim!r} "
+                         f"has paper={paper!r} and source={source!r}.")
+    if derived is not None and not (derived_how and str(derived_how).strip()):
+        raise ValueError(f"a derived value needs derived_how (how this book computed it); claim {claim!r} "
+                         f"has derived={derived!r}.")
+    if derived is not None and isinstance(_plain(derived), str):
+        raise ValueError(f"derived must be a number or a list of numbers; got {derived!r}.")
+    if kind == "comparison" and not ranking:
+        raise ValueError(f"a comparison claim must state the ranking of the methods it compares; claim {claim!r}.")
+    tolerance = dict(_check_tolerance(tolerance, _plain(paper), _plain(derived)))
+    ours = _plain(ours)
+    record = {"chapter": chapter, "claim": claim, "kind": kind, "paper": _plain(paper), "source": source,
+              "derived": _plain(derived), "derived_how": derived_how, "ours": ours, "setting": setting,
+              "profile": profile, "tolerance": tolerance, "tolerance_text": describe_tolerance(tolerance),
+              "verdict": claim_verdict(ours, tolerance, paper=_plain(paper), derived=_plain(derived)),
+              "ranking": _plain(ranking) if ranking else None}
     path = Path(folder) / "claims" / profile / f"{chapter}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = json.loads(path.read_text()) if path.exists() else []
     entries = [e for e in entries if e["claim"] != claim]
-    entries.append({"chapter": chapter, "claim": claim, "paper": _plain(paper), "ours": _plain(ours),
-                    "setting": setting, "profile": profile, "tolerance": tolerance})
+    entries.append(record)
     path.write_text(json.dumps(entries, indent=1) + "\n")
     return path
 
