@@ -10,6 +10,8 @@ Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
 from .profiles import data_root
 from .profiles import default_device
 from .profiles import profile
+from .profiles import results_dir
+from .profiles import scale
 
 __version__ = "0.1.0"
 
@@ -17,4 +19,6 @@ __all__ = [
     "data_root",
     "default_device",
     "profile",
+    "results_dir",
+    "scale",
 ]
