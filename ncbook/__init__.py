@@ -7,6 +7,7 @@ Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
 :mod:`ncbook.train`, :mod:`ncbook.plotting` and :mod:`ncbook.exercises`.
 """
 
+from .profiles import checkpoint_dir
 from .profiles import data_root
 from .profiles import default_device
 from .profiles import profile
@@ -16,6 +17,7 @@ from .profiles import scale
 __version__ = "0.1.0"
 
 __all__ = [
+    "checkpoint_dir",
     "data_root",
     "default_device",
     "profile",

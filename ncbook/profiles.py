@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-__all__ = ["profile", "scale", "default_device", "data_root", "results_dir", "PROFILES", "SCALES"]
+__all__ = ["profile", "scale", "default_device", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
 
 PROFILES = ("quick", "full")
 SCALES = ("paper", "smoke")
@@ -87,3 +87,16 @@ def results_dir(default: str = "../results") -> str:
     if value:
         return value
     return os.path.join(tempfile.gettempdir(), "ncbook-smoke-results") if scale() == "smoke" else default
+
+
+
+def checkpoint_dir(name: str, default: str = "../checkpoints") -> str:
+    """Folder for the checkpoints of run ``name``: ``$NCBOOK_CHECKPOINTS/name``, else ``default/name``
+    (``../checkpoints``, git-ignored, as seen from ``book/``); at the smoke scale ``<tmp>/ncbook-smoke-checkpoints/name``.
+
+    A full-profile run that finds its ``last.pt`` there resumes from it (see :func:`ncbook.train.fit`).
+    """
+    base = os.environ.get("NCBOOK_CHECKPOINTS", "").strip()
+    if not base:
+        base = os.path.join(tempfile.gettempdir(), "ncbook-smoke-checkpoints") if scale() == "smoke" else default
+    return os.path.join(base, name)
