@@ -32,6 +32,8 @@ __all__ = [
     "long_tailed_counts",
     "make_imbalanced",
     "make_loader",
+    "unpack_cifar",
+    "write_cifar_folder",
     "write_cifar_standin",
     "CIFAR_MEAN",
     "CIFAR_STD",
@@ -232,6 +234,63 @@ def _dump(path: Path, obj) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
+def write_cifar_folder(root: str | Path, name: str, train: tuple, test: tuple, *, note: str,
+                       class_names=None, **info) -> Path:
+    """Write ``(x, y)`` training and test arrays as a CIFAR folder in torchvision's on-disk format.
+
+    The files are the pickled dicts of the real archives (see :func:`write_cifar_standin`), with a
+    ``ncbook-standin.json`` manifest of their md5 sums, ``note`` and ``info``, through which
+    :func:`load_cifar` checks them.
+
+    Parameters
+    ----------
+    root : path
+    name : {"cifar10", "cifar100"}
+    train, test : (uint8 array of shape (n, 32, 32, 3) or (n, 3072), int array of shape (n,))
+        Images in torchvision's ``.data`` layout (height, width, channel) or CIFAR's flat channel-major rows.
+    note : str
+        What the folder holds (written to the manifest).
+    class_names : list of str, optional
+
+    Returns
+    -------
+    Path of the folder written.
+    """
+    check_in("name", name, ("cifar10", "cifar100"))
+    c = 10 if name == "cifar10" else 100
+    folder = Path(root) / _CIFAR_FOLDERS[name]
+    folder.mkdir(parents=True, exist_ok=True)
+    names = list(class_names) if class_names is not None else [f"class_{i}" for i in range(c)]
+
+    def rows(x):
+        x = np.asarray(x, dtype=np.uint8)
+        return x.transpose(0, 3, 1, 2).reshape(len(x), 3072) if x.ndim == 4 else x.reshape(len(x), 3072)
+
+    (x_tr, y_tr), (x_te, y_te) = [(rows(x), np.asarray(y, dtype=np.int64)) for x, y in (train, test)]
+    fn_tr = [f"ncbook_train_{i:06d}.png" for i in range(y_tr.size)]
+    fn_te = [f"ncbook_test_{i:06d}.png" for i in range(y_te.size)]
+    md5 = {}
+    if name == "cifar10":
+        parts = np.array_split(np.arange(y_tr.size), 5)
+        for b, part in enumerate(parts, 1):
+            md5[f"data_batch_{b}"] = _dump(folder / f"data_batch_{b}", {
+                "batch_label": f"training batch {b} of 5 ({note})", "labels": y_tr[part].tolist(),
+                "data": x_tr[part], "filenames": [fn_tr[i] for i in part]})
+        md5["test_batch"] = _dump(folder / "test_batch", {
+            "batch_label": f"testing batch 1 of 1 ({note})", "labels": y_te.tolist(), "data": x_te, "filenames": fn_te})
+        md5["batches.meta"] = _dump(folder / "batches.meta", {
+            "label_names": names, "num_cases_per_batch": int(max(p.size for p in parts)), "num_vis": 3072})
+    else:
+        for split, y, xs, fn in (("train", y_tr, x_tr, fn_tr), ("test", y_te, x_te, fn_te)):
+            md5[split] = _dump(folder / split, {
+                "batch_label": f"{split} ({note})", "fine_labels": y.tolist(),
+                "coarse_labels": (y // 5).tolist(), "data": xs, "filenames": fn})
+        md5["meta"] = _dump(folder / "meta", {"fine_label_names": names,
+                                              "coarse_label_names": [f"superclass_{i}" for i in range(20)]})
+    (folder / STANDIN_MANIFEST).write_text(json.dumps({"note": note, **info, "md5": md5}, indent=1) + "\n")
+    return folder
+
+
 def write_cifar_standin(root: str | Path, *, train_per_class: int = 20, test_per_class: int = 10,
                         cifar100_train_per_class: int = 5, cifar100_test_per_class: int = 2, seed: int = 0) -> Path:
     """Write small CIFAR-10 and CIFAR-100 stand-ins in torchvision's on-disk formats under ``root``.
@@ -282,37 +341,25 @@ def write_cifar_standin(root: str | Path, *, train_per_class: int = 20, test_per
     rng = np.random.default_rng(seed)
     for name, c, n_tr, n_te in (("cifar10", 10, train_per_class, test_per_class),
                                 ("cifar100", 100, cifar100_train_per_class, cifar100_test_per_class)):
-        folder = root / _CIFAR_FOLDERS[name]
-        folder.mkdir(parents=True, exist_ok=True)
-        md5 = {}
         y_tr, y_te = rng.permutation(np.repeat(np.arange(c), n_tr)), rng.permutation(np.repeat(np.arange(c), n_te))
         x = _standin_images(np.r_[y_tr, y_te], c, np.random.default_rng([seed, c]))  # one palette for both splits
-        x_tr, x_te = x[:y_tr.size], x[y_tr.size:]
-        names = [f"class_{i}" for i in range(c)]
-        fn_tr = [f"standin_train_{i:06d}.png" for i in range(y_tr.size)]
-        fn_te = [f"standin_test_{i:06d}.png" for i in range(y_te.size)]
-        if name == "cifar10":
-            parts = np.array_split(np.arange(y_tr.size), 5)
-            for b, part in enumerate(parts, 1):
-                md5[f"data_batch_{b}"] = _dump(folder / f"data_batch_{b}", {
-                    "batch_label": f"training batch {b} of 5 (ncbook stand-in)", "labels": y_tr[part].tolist(),
-                    "data": x_tr[part], "filenames": [fn_tr[i] for i in part]})
-            md5["test_batch"] = _dump(folder / "test_batch", {
-                "batch_label": "testing batch 1 of 1 (ncbook stand-in)", "labels": y_te.tolist(), "data": x_te,
-                "filenames": fn_te})
-            md5["batches.meta"] = _dump(folder / "batches.meta", {
-                "label_names": names, "num_cases_per_batch": int(max(p.size for p in parts)), "num_vis": 3072})
-        else:
-            for split, y, xs, fn in (("train", y_tr, x_tr, fn_tr), ("test", y_te, x_te, fn_te)):
-                md5[split] = _dump(folder / split, {
-                    "batch_label": f"{split} (ncbook stand-in)", "fine_labels": y.tolist(),
-                    "coarse_labels": (y // 5).tolist(), "data": xs, "filenames": fn})
-            md5["meta"] = _dump(folder / "meta", {"fine_label_names": names,
-                                                  "coarse_label_names": [f"superclass_{i}" for i in range(20)]})
-        (folder / STANDIN_MANIFEST).write_text(json.dumps({
-            "note": "ncbook CIFAR stand-in (synthetic images), not the real data set", "seed": seed,
-            "train_per_class": int(n_tr), "test_per_class": int(n_te), "md5": md5}, indent=1) + "\n")
+        write_cifar_folder(root, name, (x[:y_tr.size], y_tr), (x[y_tr.size:], y_te),
+                           note="ncbook CIFAR stand-in (synthetic images), not the real data set",
+                           seed=seed, train_per_class=int(n_tr), test_per_class=int(n_te))
     return root
+
+
+def unpack_cifar(archive: str | Path, root: str | Path) -> Path:
+    """Extract a pack written by ``tools/pack_data.py`` (a ``.tar.xz`` of one CIFAR folder) into ``root``.
+
+    Only plain files inside the archive's folder are extracted (``tarfile``'s ``"data"`` filter).
+    Returns ``root``.
+    """
+    import tarfile
+
+    with tarfile.open(archive, "r:xz") as tar:
+        tar.extractall(root, filter="data")
+    return Path(root)
 
 
 def load_cifar(name: str, root: str | Path = "data", *, train: bool = True, download: bool = False, transform=None):
@@ -358,12 +405,18 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
     """A CIFAR split as normalised float32 tensors ``(n, 3, 32, 32)`` and int64 labels.
 
     Keeping the whole set as one tensor lets training run from device memory (GPU).
-    Raises :class:`DatasetUnavailableError` like :func:`load_cifar`. At the smoke scale
+    Raises :class:`DatasetUnavailableError` like :func:`load_cifar`. When the folder is missing but
+    ``root/ncbook-<name>.tar.xz`` (written by ``tools/pack_data.py``) is there, it is unpacked first.
+    At the smoke scale
     (``NCBOOK_SCALE=smoke``) a missing data set is replaced by the stand-in of
     :func:`write_cifar_standin`, written under ``root``.
     """
     check_in("name", name, ("cifar10", "cifar100"))
-    if scale() == "smoke" and not (Path(root) / _CIFAR_FOLDERS[name]).exists():
+    folder = Path(root) / _CIFAR_FOLDERS[name]
+    packed = Path(root) / f"ncbook-{name}.tar.xz"
+    if not folder.exists() and packed.exists():
+        unpack_cifar(packed, root)
+    elif scale() == "smoke" and not folder.exists():
         write_cifar_standin(root)
     ds = load_cifar(name, root, train=train, download=download)
     x = torch.as_tensor(ds.data).permute(0, 3, 1, 2).float().div_(255)

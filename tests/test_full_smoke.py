@@ -107,3 +107,27 @@ def test_full_profile_smoke(stem, tmp_path, capsys):
     assert not errors
     assert f"claims/full/{stem}.json" in written, f"{stem} recorded no full-profile claims"
     assert any(not w.startswith("claims/") for w in written), f"{stem} saved no result with save_result"
+
+
+def test_pack_data_round_trip(tmp_path):
+    """tools/pack_data.py on a stand-in: the chapters' long-tailed subset comes back from the pack, same order."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pack_data", ROOT / "tools" / "pack_data.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    src = data.write_cifar_standin(tmp_path / "download", train_per_class=20, test_per_class=4)
+    archive = tool.pack(str(src), "cifar10", "lt:5", str(tmp_path / "gpu"), test_per_class=2)
+    assert archive.name == "ncbook-cifar10.tar.xz" and archive.stat().st_size < 60 * 2**20
+    x_full, y_full = data.cifar_tensors("cifar10", src, train=True)
+    counts = data.long_tailed_counts(20, 10, 5)
+    keep = data.make_imbalanced(y_full, counts, seed=0)
+    x_pack, y_pack = data.cifar_tensors("cifar10", tmp_path / "gpu", train=True)  # unpacks on first use
+    assert torch.equal(torch.bincount(y_pack), torch.as_tensor(counts))
+    assert int(torch.bincount(y_pack).max()) == 20  # the largest class is whole: n_max survives the packing
+    again = data.make_imbalanced(y_pack, counts, seed=0)  # what a chapter does on the packed set: every row
+    assert torch.equal(x_pack[again], x_full[keep]) and torch.equal(y_pack[again], y_full[keep])
+    x_te, y_te = data.cifar_tensors("cifar10", tmp_path / "gpu", train=False)
+    assert torch.bincount(y_te).tolist() == [2] * 10
+    with pytest.raises(SystemExit, match="above 0.0001 MiB"):
+        tool.pack(str(src), "cifar10", "all", str(tmp_path / "big"), max_mib=1e-4)
