@@ -9,6 +9,7 @@ seconds and the results files the chapter wrote. The stand-in's own tests below 
 from __future__ import annotations
 
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -97,12 +98,14 @@ def test_full_profile_smoke(stem, tmp_path, capsys):
     env = {"NCBOOK_PROFILE": "full", "NCBOOK_SCALE": "smoke", "NCBOOK_DATA": str(data_dir),
            "NCBOOK_RESULTS": str(results), "PYTHONPATH": os.pathsep.join(
                [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     nb = _execute(ROOT / "book" / f"{stem}.md", env)  # a failing cell raises CellExecutionError
-    seconds = time.perf_counter() - t0
+    seconds, cpu1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)  # the kernel's CPU time, once reaped
     written = sorted(str(p.relative_to(results)) for p in results.rglob("*.json"))
     with capsys.disabled():
-        print(f"\n[full_smoke] {stem}: {seconds:.0f} s; results written under NCBOOK_RESULTS: {written}")
+        print(f"\n[full_smoke] {stem}: {seconds:.0f} s wall, {cpu:.0f} s CPU of the kernel; "
+              f"results written under NCBOOK_RESULTS: {written}")
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
     assert f"claims/full/{stem}.json" in written, f"{stem} recorded no full-profile claims"
