@@ -163,3 +163,35 @@ def test_mittag_leffler_schedule():
     assert train.mittag_leffler_alpha([1000, 1]) == pytest.approx(0.25 + 0.75 * 0.0113978026, rel=1e-8)  # normalised entropy 0.0113978026
     with pytest.raises(ValueError, match="counts must be at least 2 positive numbers"):
         train.mittag_leffler_alpha([3, 0])
+
+
+class _NaNAfter(torch.nn.Module):
+    """Features that turn NaN from the ``bad``-th forward call on (a planted divergence)."""
+
+    def __init__(self, bad):
+        super().__init__()
+        self.lin, self.calls, self.bad = torch.nn.Linear(10, 4), 0, bad
+
+    def features(self, x):
+        self.calls += 1
+        h = self.lin(x)
+        return h * float("nan") if self.calls > self.bad else h
+
+
+def test_contrastive_trainers_stop_on_a_non_finite_loss_naming_the_step():
+    from ncbook import losses
+
+    x, y = _tiny()
+    with pytest.raises(ValueError, match=r"the loss became nan at step 3; training stopped"):
+        train.fit_contrastive(_NaNAfter(3), x, y, k=2, steps=150, batch_size=8, device="cpu")
+    with pytest.raises(ValueError, match=r"the loss became nan at step 5; training stopped"):
+        train.fit_weighted_contrastive(_NaNAfter(5), x, y, losses.supcon_weights, tau=0.5, steps=150, batch_size=16,
+                                       device="cpu")
+
+
+def test_loss_protocols():
+    from ncbook.train._core import EpochAware, FeatureLoss
+
+    loss = StatefulLoss()
+    assert isinstance(loss, FeatureLoss) and isinstance(loss, EpochAware)
+    assert not isinstance(F.cross_entropy, EpochAware) and not isinstance(torch.nn.CrossEntropyLoss(), EpochAware)

@@ -3,11 +3,11 @@
 Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``b`` batch size.
 Models follow the :mod:`ncbook.models` protocol (``forward_features``, ``classifier``).
 
-Loss protocol: ``loss_fn(logits, labels)`` returning a scalar; if
-``getattr(loss_fn, "needs_features", False)`` it is called as
-``loss_fn(logits, labels, features)``. If it has ``set_epoch(epoch)`` that is called at
-the start of every epoch (DRW switches, EMA resets). If it is an ``nn.Module`` its
-``state_dict()`` is checkpointed and restored on resume.
+Loss protocol (:mod:`ncbook.train._core`): ``loss_fn(logits, labels)`` returning a scalar; a
+:class:`~ncbook.train._core.FeatureLoss` (``needs_features = True``) is called as
+``loss_fn(logits, labels, features)``; an :class:`~ncbook.train._core.EpochAware` loss
+(``set_epoch(epoch)``) is told the epoch at the start of every epoch (DRW switches, EMA resets).
+If it is an ``nn.Module`` its ``state_dict()`` is checkpointed and restored on resume.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .._validation import check_in, check_nonnegative, check_positive
 from ..metrics import neural_collapse, per_class_accuracy
 from ..profiles import default_device
 from ._checkpoint import load_checkpoint, rng_state, save_checkpoint, seed_everything, set_rng_state
+from ._core import EpochAware, call_loss, check_finite, run_steps
 from ._distributed import is_main_process, rank, world_size
 
 __all__ = ["History", "evaluate", "fit", "lr_lambda", "mittag_leffler_alpha"]
@@ -127,12 +128,6 @@ def lr_lambda(step: int, *, total_steps: int, warmup_steps: int, schedule: str, 
     if schedule == "step":
         return gamma ** sum(step >= m for m in milestones)
     return 1.0
-
-
-def _call_loss(loss_fn, logits, labels, features):
-    if getattr(loss_fn, "needs_features", False):
-        return loss_fn(logits, labels, features)
-    return loss_fn(logits, labels)
 
 
 @torch.no_grad()
@@ -354,12 +349,12 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
         bar = tqdm(bar, total=epochs, initial=start, desc="epochs", leave=False)
     for epoch in bar:
         t0 = time.perf_counter()
-        if hasattr(loss_fn, "set_epoch"):
+        if isinstance(loss_fn, EpochAware):
             loss_fn.set_epoch(epoch)
         model.train()
         perm = torch.randperm(n, generator=gen).to(device)
-        losses = []
-        for s in range(steps_per_epoch):
+
+        def loss_at(s):  # the sampler and step function of supervised training
             idx = perm[s * batch_size:(s + 1) * batch_size] if drop_last else perm
             xb, yb = x[idx], y[idx]
             if augment is not None:
@@ -367,20 +362,14 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
             xb, yb = xb[shard], yb[shard]
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp and device.type == "cuda"):
                 logits, feats = forward(xb)
-            loss = _call_loss(loss_fn, logits.float(), yb, feats.float())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.detach())
-        losses = torch.stack(losses).double()
+            return call_loss(loss_fn, logits.float(), yb, feats.float())
+
+        losses = run_steps(opt, sched, range(steps_per_epoch), loss_at).double()
         if world_size() > 1:  # every rank logs (and checks) the mean over ranks
             torch.distributed.all_reduce(losses)
             losses /= world_size()
         losses = losses.cpu()
-        if not torch.isfinite(losses).all():
-            bad = int(torch.nonzero(~torch.isfinite(losses))[0])
-            raise ValueError(f"the loss became {losses[bad].item()} at epoch {epoch}, step {bad}; lower lr (now {lr}).")
+        check_finite(losses, epoch=epoch, first_step=0, lr=lr)
         nc_now = nc_every > 0 and ((epoch + 1) % nc_every == 0 or epoch == epochs - 1)
         rec = _epoch_record(model, epoch, (x, y), test, losses.tolist(), time.perf_counter() - t0, nc_now)
         history.records.append(rec)
