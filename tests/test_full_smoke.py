@@ -96,7 +96,7 @@ def test_full_profile_smoke(stem, tmp_path, capsys):
     data_dir, results = tmp_path / "data", tmp_path / "results"
     data.write_cifar_standin(data_dir)
     env = {"NCBOOK_PROFILE": "full", "NCBOOK_SCALE": "smoke", "NCBOOK_DATA": str(data_dir),
-           "NCBOOK_RESULTS": str(results), "PYTHONPATH": os.pathsep.join(
+           "NCBOOK_RESULTS": str(results), "NCBOOK_CHECKPOINTS": str(tmp_path / "checkpoints"), "PYTHONPATH": os.pathsep.join(
                [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     nb = _execute(ROOT / "book" / f"{stem}.md", env)  # a failing cell raises CellExecutionError
