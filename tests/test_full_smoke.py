@@ -3,7 +3,8 @@
 ``python -m pytest -m full_smoke`` executes every chapter with ``NCBOOK_PROFILE=full NCBOOK_SCALE=smoke``
 (ResNet-32, on-device augmentation, checkpoints, ``save_result`` and claims, tiny epochs and sizes) on
 stand-in CIFAR files in torchvision's own format written into a temporary folder. Each test prints its
-seconds and the results files the chapter wrote. The stand-in's own tests below run with the unit tests.
+seconds and the results files the chapter wrote. They run only when selected with ``-m full_smoke`` (a plain
+``pytest -m "not notebook"`` skips them with that reason); the stand-in's own tests run with the unit tests.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ def _execute(path: Path, env: dict):
 
 @pytest.mark.full_smoke
 @pytest.mark.parametrize("stem", CHAPTERS)
-def test_full_profile_smoke(stem, tmp_path, capsys):
+def test_full_profile_smoke(stem, tmp_path, capsys, request):
+    if "full_smoke" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("minutes per chapter: run with -m full_smoke")
     data_dir, results = tmp_path / "data", tmp_path / "results"
     data.write_cifar_standin(data_dir)
     env = {"NCBOOK_PROFILE": "full", "NCBOOK_SCALE": "smoke", "NCBOOK_DATA": str(data_dir),
