@@ -7,14 +7,20 @@ Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
 :mod:`ncbook.train`, :mod:`ncbook.plotting` and :mod:`ncbook.exercises`.
 """
 
+from .profiles import checkpoint_dir
 from .profiles import data_root
 from .profiles import default_device
 from .profiles import profile
+from .profiles import results_dir
+from .profiles import scale
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "checkpoint_dir",
     "data_root",
     "default_device",
     "profile",
+    "results_dir",
+    "scale",
 ]

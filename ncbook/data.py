@@ -7,7 +7,10 @@ uses CIFAR-10/100 through torchvision (needs the files or a network).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import pickle
 import socket
 from pathlib import Path
 from typing import NamedTuple
@@ -16,9 +19,11 @@ import numpy as np
 import torch
 
 from ._validation import check_counts, check_in, check_labels, check_positive
+from .profiles import scale
 
 __all__ = [
     "DatasetUnavailableError",
+    "STANDIN_MANIFEST",
     "Split",
     "cifar_augment",
     "cifar_tensors",
@@ -27,6 +32,9 @@ __all__ = [
     "long_tailed_counts",
     "make_imbalanced",
     "make_loader",
+    "unpack_cifar",
+    "write_cifar_folder",
+    "write_cifar_standin",
     "CIFAR_MEAN",
     "CIFAR_STD",
 ]
@@ -180,11 +188,178 @@ def load_digits(*, test_per_class: int = 50, seed: int = 0, standardize: bool = 
     return Split(t(x_tr), t(y_tr), t(x_te), t(y_te))
 
 
-def _cifar_class(name: str):
+STANDIN_MANIFEST = "ncbook-standin.json"
+_CIFAR_FOLDERS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}
+
+
+def _cifar_class(name: str, root: str | Path):
+    """torchvision's class, or, for a stand-in written by :func:`write_cifar_standin`, a subclass that
+    checks the files against the stand-in's own md5 manifest instead of the real archives' checksums.
+
+    Everything else (pickle reading, reshaping, the label-name file) is torchvision's own code.
+    """
     import torchvision
 
     check_in("name", name, ("cifar10", "cifar100"))
-    return torchvision.datasets.CIFAR10 if name == "cifar10" else torchvision.datasets.CIFAR100
+    base = torchvision.datasets.CIFAR10 if name == "cifar10" else torchvision.datasets.CIFAR100
+    manifest = Path(root) / _CIFAR_FOLDERS[name] / STANDIN_MANIFEST
+    if not manifest.exists():
+        return base  # real data: torchvision's class and checksums, unchanged
+    md5 = json.loads(manifest.read_text())["md5"]
+    return type(f"StandIn{base.__name__}", (base,), {
+        "url": None,  # never download over a stand-in
+        "train_list": [[f, md5[f]] for f, _ in base.train_list],
+        "test_list": [[f, md5[f]] for f, _ in base.test_list],
+        "meta": {**base.meta, "md5": md5[base.meta["filename"]]},
+    })
+
+
+def _standin_images(labels: np.ndarray, num_classes: int, rng: np.random.Generator) -> np.ndarray:
+    """uint8 ``(n, 3072)`` images (CIFAR's channel-major rows) whose class shows in colour and stripes."""
+    n = labels.size
+    palette = rng.uniform(0.2, 0.8, size=(num_classes, 3))  # (C, 3) mean colour of each class
+    freq = 1 + np.arange(num_classes) % 7  # stripe frequency
+    angle = np.pi * (np.arange(num_classes) // 7) / max(1, (num_classes - 1) // 7 + 1)  # stripe direction
+    u = np.arange(32) / 32.0
+    rows, cols = np.meshgrid(u, u, indexing="ij")
+    phase = rows[None] * np.cos(angle)[:, None, None] + cols[None] * np.sin(angle)[:, None, None]  # (C, 32, 32)
+    stripes = 0.15 * np.sin(2 * np.pi * freq[:, None, None] * phase)
+    img = palette[labels][:, :, None, None] + stripes[labels][:, None] + 0.12 * rng.standard_normal((n, 3, 32, 32))
+    return np.clip(np.rint(img * 255), 0, 255).astype(np.uint8).reshape(n, 3072)
+
+
+def _dump(path: Path, obj) -> str:
+    with open(path, "wb") as f:
+        pickle.dump(obj, f, protocol=2)
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def write_cifar_folder(root: str | Path, name: str, train: tuple, test: tuple, *, note: str,
+                       class_names=None, **info) -> Path:
+    """Write ``(x, y)`` training and test arrays as a CIFAR folder in torchvision's on-disk format.
+
+    The files are the pickled dicts of the real archives (see :func:`write_cifar_standin`), with a
+    ``ncbook-standin.json`` manifest of their md5 sums, ``note`` and ``info``, through which
+    :func:`load_cifar` checks them.
+
+    Parameters
+    ----------
+    root : path
+    name : {"cifar10", "cifar100"}
+    train, test : (uint8 array of shape (n, 32, 32, 3) or (n, 3072), int array of shape (n,))
+        Images in torchvision's ``.data`` layout (height, width, channel) or CIFAR's flat channel-major rows.
+    note : str
+        What the folder holds (written to the manifest).
+    class_names : list of str, optional
+
+    Returns
+    -------
+    Path of the folder written.
+    """
+    check_in("name", name, ("cifar10", "cifar100"))
+    c = 10 if name == "cifar10" else 100
+    folder = Path(root) / _CIFAR_FOLDERS[name]
+    folder.mkdir(parents=True, exist_ok=True)
+    names = list(class_names) if class_names is not None else [f"class_{i}" for i in range(c)]
+
+    def rows(x):
+        x = np.asarray(x, dtype=np.uint8)
+        return x.transpose(0, 3, 1, 2).reshape(len(x), 3072) if x.ndim == 4 else x.reshape(len(x), 3072)
+
+    (x_tr, y_tr), (x_te, y_te) = [(rows(x), np.asarray(y, dtype=np.int64)) for x, y in (train, test)]
+    fn_tr = [f"ncbook_train_{i:06d}.png" for i in range(y_tr.size)]
+    fn_te = [f"ncbook_test_{i:06d}.png" for i in range(y_te.size)]
+    md5 = {}
+    if name == "cifar10":
+        parts = np.array_split(np.arange(y_tr.size), 5)
+        for b, part in enumerate(parts, 1):
+            md5[f"data_batch_{b}"] = _dump(folder / f"data_batch_{b}", {
+                "batch_label": f"training batch {b} of 5 ({note})", "labels": y_tr[part].tolist(),
+                "data": x_tr[part], "filenames": [fn_tr[i] for i in part]})
+        md5["test_batch"] = _dump(folder / "test_batch", {
+            "batch_label": f"testing batch 1 of 1 ({note})", "labels": y_te.tolist(), "data": x_te, "filenames": fn_te})
+        md5["batches.meta"] = _dump(folder / "batches.meta", {
+            "label_names": names, "num_cases_per_batch": int(max(p.size for p in parts)), "num_vis": 3072})
+    else:
+        for split, y, xs, fn in (("train", y_tr, x_tr, fn_tr), ("test", y_te, x_te, fn_te)):
+            md5[split] = _dump(folder / split, {
+                "batch_label": f"{split} ({note})", "fine_labels": y.tolist(),
+                "coarse_labels": (y // 5).tolist(), "data": xs, "filenames": fn})
+        md5["meta"] = _dump(folder / "meta", {"fine_label_names": names,
+                                              "coarse_label_names": [f"superclass_{i}" for i in range(20)]})
+    (folder / STANDIN_MANIFEST).write_text(json.dumps({"note": note, **info, "md5": md5}, indent=1) + "\n")
+    return folder
+
+
+def write_cifar_standin(root: str | Path, *, train_per_class: int = 20, test_per_class: int = 10,
+                        cifar100_train_per_class: int = 5, cifar100_test_per_class: int = 2, seed: int = 0) -> Path:
+    """Write small CIFAR-10 and CIFAR-100 stand-ins in torchvision's on-disk formats under ``root``.
+
+    ``root/cifar-10-batches-py/`` gets ``data_batch_1..5``, ``test_batch`` and ``batches.meta``;
+    ``root/cifar-100-python/`` gets ``train``, ``test`` and ``meta``: the same pickled dicts as the
+    real archives (``data`` uint8 ``(n, 3072)`` channel-major, ``labels`` or ``fine_labels`` and
+    ``coarse_labels``, label names), so ``torchvision.datasets.CIFAR10/100(root, download=False)``
+    reads them with its own code. Images carry a learnable class signal: a class colour, class
+    stripes (frequency and direction) and Gaussian pixel noise. Each folder also gets
+    ``ncbook-standin.json`` with the files' md5 sums; :func:`load_cifar` then checks the files against
+    these sums instead of the real archives' (torchvision's integrity check would refuse any other
+    file), and real downloads, which have no manifest, take torchvision's path unchanged.
+
+    Parameters
+    ----------
+    root : path
+        Folder to write into (created if needed); use it as ``NCBOOK_DATA``.
+    train_per_class, test_per_class : int
+        CIFAR-10 samples per class (the training ones spread over the five batches).
+    cifar100_train_per_class, cifar100_test_per_class : int
+        The same for CIFAR-100's 100 classes.
+    seed : int
+
+    Returns
+    -------
+    Path of ``root``.
+
+    Raises
+    ------
+    ValueError
+        If a per-class count is not a positive integer.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = write_cifar_standin(tempfile.mkdtemp(), train_per_class=5, test_per_class=2)
+    >>> x, y = cifar_tensors("cifar10", root, train=False)
+    >>> tuple(x.shape), torch.bincount(y).tolist()
+    ((20, 3, 32, 32), [2, 2, 2, 2, 2, 2, 2, 2, 2, 2])
+    """
+    for name, v in (("train_per_class", train_per_class), ("test_per_class", test_per_class),
+                    ("cifar100_train_per_class", cifar100_train_per_class),
+                    ("cifar100_test_per_class", cifar100_test_per_class)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer; got {v!r}.")
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    for name, c, n_tr, n_te in (("cifar10", 10, train_per_class, test_per_class),
+                                ("cifar100", 100, cifar100_train_per_class, cifar100_test_per_class)):
+        y_tr, y_te = rng.permutation(np.repeat(np.arange(c), n_tr)), rng.permutation(np.repeat(np.arange(c), n_te))
+        x = _standin_images(np.r_[y_tr, y_te], c, np.random.default_rng([seed, c]))  # one palette for both splits
+        write_cifar_folder(root, name, (x[:y_tr.size], y_tr), (x[y_tr.size:], y_te),
+                           note="ncbook CIFAR stand-in (synthetic images), not the real data set",
+                           seed=seed, train_per_class=int(n_tr), test_per_class=int(n_te))
+    return root
+
+
+def unpack_cifar(archive: str | Path, root: str | Path) -> Path:
+    """Extract a pack written by ``tools/pack_data.py`` (a ``.tar.xz`` of one CIFAR folder) into ``root``.
+
+    Only plain files inside the archive's folder are extracted (``tarfile``'s ``"data"`` filter).
+    Returns ``root``.
+    """
+    import tarfile
+
+    with tarfile.open(archive, "r:xz") as tar:
+        tar.extractall(root, filter="data")
+    return Path(root)
 
 
 def load_cifar(name: str, root: str | Path = "data", *, train: bool = True, download: bool = False, transform=None):
@@ -211,7 +386,7 @@ def load_cifar(name: str, root: str | Path = "data", *, train: bool = True, down
         When the files are not under ``root`` and cannot be downloaded; the message
         names the data set and ``root``.
     """
-    cls = _cifar_class(name)
+    cls = _cifar_class(name, root)
     old = socket.getdefaulttimeout()
     socket.setdefaulttimeout(20)  # a blocked network fails fast instead of hanging
     try:
@@ -230,8 +405,19 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
     """A CIFAR split as normalised float32 tensors ``(n, 3, 32, 32)`` and int64 labels.
 
     Keeping the whole set as one tensor lets training run from device memory (GPU).
-    Raises :class:`DatasetUnavailableError` like :func:`load_cifar`.
+    Raises :class:`DatasetUnavailableError` like :func:`load_cifar`. When the folder is missing but
+    ``root/ncbook-<name>.tar.xz`` (written by ``tools/pack_data.py``) is there, it is unpacked first.
+    At the smoke scale
+    (``NCBOOK_SCALE=smoke``) a missing data set is replaced by the stand-in of
+    :func:`write_cifar_standin`, written under ``root``.
     """
+    check_in("name", name, ("cifar10", "cifar100"))
+    folder = Path(root) / _CIFAR_FOLDERS[name]
+    packed = Path(root) / f"ncbook-{name}.tar.xz"
+    if not folder.exists() and packed.exists():
+        unpack_cifar(packed, root)
+    elif scale() == "smoke" and not folder.exists():
+        write_cifar_standin(root)
     ds = load_cifar(name, root, train=train, download=download)
     x = torch.as_tensor(ds.data).permute(0, 3, 1, 2).float().div_(255)
     mean = torch.tensor(CIFAR_MEAN).view(1, 3, 1, 1)

@@ -2,17 +2,25 @@
 
 ``quick`` runs every chapter on 2 CPU cores in about a minute, offline;
 ``full`` runs the papers' settings on one GPU.
+
+``NCBOOK_SCALE=smoke`` (with ``NCBOOK_PROFILE=full``) keeps every code path of the full
+profile (CIFAR through torchvision, ResNet-32, on-device augmentation, checkpoints, results and
+claims) but shrinks epochs, steps and sizes so that CI runs it on a CPU against the CIFAR
+stand-in of :func:`ncbook.data.write_cifar_standin`. Its results go to a scratch folder, never
+to ``results/``.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 import torch
 
-__all__ = ["profile", "default_device", "data_root", "PROFILES"]
+__all__ = ["profile", "scale", "default_device", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
 
 PROFILES = ("quick", "full")
+SCALES = ("paper", "smoke")
 
 
 def profile() -> str:
@@ -34,11 +42,61 @@ def profile() -> str:
     return value
 
 
+def scale() -> str:
+    """Return the active scale, ``"paper"`` (the default) or ``"smoke"``.
+
+    Read from ``NCBOOK_SCALE``. ``"smoke"`` shrinks the full profile's epochs, steps and sizes
+    (every code path kept) for CI on a CPU; the quick profile ignores it.
+
+    Raises
+    ------
+    ValueError
+        If ``NCBOOK_SCALE`` is set to anything else.
+    """
+    value = os.environ.get("NCBOOK_SCALE", "").strip().lower() or "paper"
+    if value not in SCALES:
+        raise ValueError(f"NCBOOK_SCALE must be one of {list(SCALES)}; got {value!r}.")
+    return value
+
+
 def default_device() -> torch.device:
     """``cuda`` when available, else ``cpu``."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def data_root() -> str:
-    """Folder for downloaded data sets: ``NCBOOK_DATA`` if set, else ``"data"`` (relative to the working directory)."""
-    return os.environ.get("NCBOOK_DATA", "").strip() or "data"
+    """Folder for data sets: ``NCBOOK_DATA`` if set, else ``"data"`` (relative to the working directory).
+
+    At the smoke scale without ``NCBOOK_DATA``: ``<tmp>/ncbook-standin``, where
+    :func:`ncbook.data.cifar_tensors` writes the CIFAR stand-in when it is missing.
+    """
+    value = os.environ.get("NCBOOK_DATA", "").strip()
+    if value:
+        return value
+    return os.path.join(tempfile.gettempdir(), "ncbook-standin") if scale() == "smoke" else "data"
+
+
+def results_dir(default: str = "../results") -> str:
+    """Folder for recorded results and claims: ``NCBOOK_RESULTS`` if set, else ``default``
+    (``../results`` as seen from ``book/``).
+
+    At the smoke scale without ``NCBOOK_RESULTS``: ``<tmp>/ncbook-smoke-results``, so that stand-in
+    numbers never land in the committed ``results/``.
+    """
+    value = os.environ.get("NCBOOK_RESULTS", "").strip()
+    if value:
+        return value
+    return os.path.join(tempfile.gettempdir(), "ncbook-smoke-results") if scale() == "smoke" else default
+
+
+
+def checkpoint_dir(name: str, default: str = "../checkpoints") -> str:
+    """Folder for the checkpoints of run ``name``: ``$NCBOOK_CHECKPOINTS/name``, else ``default/name``
+    (``../checkpoints``, git-ignored, as seen from ``book/``); at the smoke scale ``<tmp>/ncbook-smoke-checkpoints/name``.
+
+    A full-profile run that finds its ``last.pt`` there resumes from it (see :func:`ncbook.train.fit`).
+    """
+    base = os.environ.get("NCBOOK_CHECKPOINTS", "").strip()
+    if not base:
+        base = os.path.join(tempfile.gettempdir(), "ncbook-smoke-checkpoints") if scale() == "smoke" else default
+    return os.path.join(base, name)

@@ -142,3 +142,58 @@ def test_run_parallel_keeps_order_and_matches_serial():
     assert train.run_parallel(_square, configs, workers=2) == train.run_parallel(_square, configs, workers=1)
     with pytest.raises(ValueError, match="workers must be >= 1"):
         train.run_parallel(_square, configs, workers=0)
+
+
+def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
+    x, y = _tiny()
+    train.fit(_model(), F.cross_entropy, (x, y), epochs=1, batch_size=32, checkpoint_dir=tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"belongs to another run \(epochs: 1 in the checkpoint, 2 asked\)"):
+        train.fit(_model(), F.cross_entropy, (x, y), epochs=2, batch_size=32, checkpoint_dir=tmp_path, progress=False)
+
+
+def test_mittag_leffler_schedule():
+    # alpha = 1: E_1(-z) = exp(-z); without a switch z = s / (1 - s)
+    kw = dict(total_steps=110, warmup_steps=10, schedule="mittag_leffler", alpha=1.0)
+    assert train.lr_lambda(4, **kw) == pytest.approx(0.5)  # warm-up
+    assert train.lr_lambda(10, **kw) == pytest.approx(1.0)
+    assert train.lr_lambda(35, **kw) == pytest.approx(math.exp(-1 / 3), rel=1e-9)  # s = 1/4
+    # alpha = 1/2: E_{1/2}(-z) = exp(z^2) erfc(z) below z = 1, the asymptotic 1 / (z sqrt(pi)) from 1 on
+    kw = dict(total_steps=100, warmup_steps=0, schedule="mittag_leffler", alpha=0.5, milestones=(50,))
+    assert train.lr_lambda(25, **kw) == pytest.approx(math.exp(0.25) * math.erfc(0.5), rel=1e-6)
+    assert train.lr_lambda(75, **kw) == pytest.approx(1 / (2 * math.sqrt(math.pi)), rel=1e-5)  # z = 1 + 1
+    assert train.mittag_leffler_alpha([5, 5]) == pytest.approx(1.0)
+    assert train.mittag_leffler_alpha([1000, 1]) == pytest.approx(0.25 + 0.75 * 0.0113978026, rel=1e-8)  # normalised entropy 0.0113978026
+    with pytest.raises(ValueError, match="counts must be at least 2 positive numbers"):
+        train.mittag_leffler_alpha([3, 0])
+
+
+class _NaNAfter(torch.nn.Module):
+    """Features that turn NaN from the ``bad``-th forward call on (a planted divergence)."""
+
+    def __init__(self, bad):
+        super().__init__()
+        self.lin, self.calls, self.bad = torch.nn.Linear(10, 4), 0, bad
+
+    def features(self, x):
+        self.calls += 1
+        h = self.lin(x)
+        return h * float("nan") if self.calls > self.bad else h
+
+
+def test_contrastive_trainers_stop_on_a_non_finite_loss_naming_the_step():
+    from ncbook import losses
+
+    x, y = _tiny()
+    with pytest.raises(ValueError, match=r"the loss became nan at step 3; training stopped"):
+        train.fit_contrastive(_NaNAfter(3), x, y, k=2, steps=150, batch_size=8, device="cpu")
+    with pytest.raises(ValueError, match=r"the loss became nan at step 5; training stopped"):
+        train.fit_weighted_contrastive(_NaNAfter(5), x, y, losses.supcon_weights, tau=0.5, steps=150, batch_size=16,
+                                       device="cpu")
+
+
+def test_loss_protocols():
+    from ncbook.train._core import EpochAware, FeatureLoss
+
+    loss = StatefulLoss()
+    assert isinstance(loss, FeatureLoss) and isinstance(loss, EpochAware)
+    assert not isinstance(F.cross_entropy, EpochAware) and not isinstance(torch.nn.CrossEntropyLoss(), EpochAware)

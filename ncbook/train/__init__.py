@@ -6,10 +6,13 @@ from ._contrastive import class_mean_cosines
 from ._contrastive import fit_contrastive
 from ._checkpoint import save_checkpoint
 from ._checkpoint import seed_everything
+from ._distributed import init_distributed
+from ._distributed import is_main_process
 from ._loop import History
 from ._loop import evaluate
 from ._loop import fit
 from ._loop import lr_lambda
+from ._loop import mittag_leffler_alpha
 from ._parallel import run_parallel
 from ._results import device_name
 from ._results import load_claims
@@ -25,6 +28,8 @@ __all__ = [
     "ContrastiveRun",
     "class_mean_cosines",
     "History",
+    "init_distributed",
+    "is_main_process",
     "device_name",
     "embed",
     "evaluate",
@@ -35,6 +40,7 @@ __all__ = [
     "load_claims",
     "load_results",
     "lr_lambda",
+    "mittag_leffler_alpha",
     "record_claim",
     "run_parallel",
     "save_result",

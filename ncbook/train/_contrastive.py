@@ -24,8 +24,11 @@ import torch.nn.functional as F
 
 from .._validation import check_in, check_labels, check_positive
 from ..losses import contrastive_batch_indices, generalized_contrastive_loss
+from ._core import check_finite, run_steps
 
 __all__ = ["ContrastiveFit", "fit_contrastive", "class_mean_cosines"]
+
+CHECK_EVERY = 100  # steps between checks that the loss is finite (each check waits for the device)
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float =
     Returns
     -------
     ContrastiveFit
+
+    Raises
+    ------
+    ValueError
+        On bad ``setting`` or ``t``, or when the loss becomes NaN or infinite (the message names the step).
     """
     y = check_labels(y)
     check_in("setting", setting, ("ucl", "scl"))
@@ -113,9 +121,9 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float =
     x_dev = x.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + np.cos(np.pi * s / steps)))
-    losses = np.empty(steps)
     start = time.perf_counter()
-    for step in range(steps):
+
+    def loss_at(step):  # the sampler (anchors, positives, UCL/SCL negatives) and step function
         anc, pos, neg = contrastive_batch_indices(y, batch_size, k, setting=setting, generator=gen)
         idx = torch.cat([anc, pos, neg.ravel()])
         rows, inverse = torch.unique(idx, return_inverse=True)  # forward each drawn sample once
@@ -124,11 +132,12 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float =
             batch = augment(batch, None)
         h = model.features(batch)[inverse.to(device)]
         a, p, n = h[:batch_size], h[batch_size:2 * batch_size], h[2 * batch_size:].view(batch_size, k, -1)
-        loss = generalized_contrastive_loss(a, p, n, t=t, psi=psi)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses[step] = loss.item()
+        return generalized_contrastive_loss(a, p, n, t=t, psi=psi)
+
+    chunks = []
+    for first in range(0, steps, CHECK_EVERY):  # stop within CHECK_EVERY steps of a non-finite loss
+        chunks.append(run_steps(opt, sched, range(first, min(first + CHECK_EVERY, steps)), loss_at).double().cpu())
+        check_finite(chunks[-1], first_step=first, lr=lr)
+    losses = torch.cat(chunks).numpy()
     gram, spread = class_mean_cosines(model, x, y)
     return ContrastiveFit(gram, spread, losses, time.perf_counter() - start)

@@ -1,4 +1,4 @@
-"""A small training loop for weighted contrastive losses on a real network.
+"""Training a network with weighted contrastive losses: a sampler and step function over the core loop.
 
 Letters: ``n`` training samples, ``B`` batch size, ``d`` feature dimension. The network
 follows the model protocol (``model.features(x) -> (n, d)``); its classifier is unused.
@@ -25,6 +25,8 @@ from torch import nn
 from .._validation import check_in, check_positive
 from ..losses import w_info_nce
 from ..profiles import default_device
+from ._contrastive import CHECK_EVERY
+from ._core import check_finite, run_steps
 
 __all__ = ["ContrastiveRun", "embed", "fit_weighted_contrastive"]
 
@@ -112,7 +114,8 @@ def fit_weighted_contrastive(
     Raises
     ------
     ValueError
-        On bad ``steps``, ``batch_size``, ``tau``, ``lr`` or ``similarity``, or mismatched lengths.
+        On bad ``steps``, ``batch_size``, ``tau``, ``lr`` or ``similarity``, or mismatched lengths,
+        or when the loss becomes NaN or infinite (the message names the step).
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
     check_positive("tau", tau)
@@ -128,21 +131,21 @@ def fit_weighted_contrastive(
     gen = torch.Generator().manual_seed(int(seed))
     n = len(x)
     full = batch_size is None or batch_size >= n
-    losses = []
-    for step in range(steps):
+
+    def loss_at(step):  # the sampler (uniform batch and its prior weights) and step function
         idx = torch.arange(n) if full else torch.randperm(n, generator=gen)[:batch_size]
         xb = x[idx]
         if augment is not None:
             xb = augment(xb, gen)
-        tb = targets[idx]
-        w = weight_fn(tb).to(device=device, dtype=torch.float32)
-        loss = w_info_nce(model.features(xb.to(device)), w, similarity=similarity, tau=tau)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        if step % log_every == 0 or step == steps - 1:
-            losses.append(float(loss.detach()))
+        w = weight_fn(targets[idx]).to(device=device, dtype=torch.float32)
+        return w_info_nce(model.features(xb.to(device)), w, similarity=similarity, tau=tau)
+
+    all_losses = []
+    for first in range(0, steps, CHECK_EVERY):  # stop within CHECK_EVERY steps of a non-finite loss
+        all_losses.append(run_steps(opt, sched, range(first, min(first + CHECK_EVERY, steps)), loss_at).cpu())
+        check_finite(all_losses[-1], first_step=first, lr=lr)
+    all_losses = torch.cat(all_losses)
+    losses = [float(all_losses[s]) for s in range(steps) if s % log_every == 0 or s == steps - 1]
     model.eval()
     return ContrastiveRun(model, losses, steps, time.perf_counter() - start)
 

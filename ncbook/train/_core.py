@@ -1,0 +1,84 @@
+"""The one training core every trainer runs on: draw a batch, compute its loss, take an SGD step.
+
+The trainers differ only in what they hand to :func:`run_steps`: :func:`ncbook.train.fit` draws each
+rank's slice of an epoch's permutation and calls a classification loss on logits (and features);
+:func:`ncbook.train.fit_contrastive` draws anchors, positives and UCL/SCL negatives; and
+:func:`ncbook.train.fit_weighted_contrastive` draws a batch and its prior weights. The loop itself
+(zero the gradients, backward, optimiser step, schedule step, keep the loss) and the check that
+stops a run whose loss is no longer finite live here once.
+
+What a loss may ask of the loop is written down as two protocols: :class:`FeatureLoss` (it is
+called with the penultimate features too) and :class:`EpochAware` (it is told each epoch).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Protocol, runtime_checkable
+
+import torch
+
+__all__ = ["EpochAware", "FeatureLoss", "check_finite", "run_steps"]
+
+
+@runtime_checkable
+class EpochAware(Protocol):
+    """A loss told the epoch at the start of every epoch (DRW switches, EMA resets, batch counts)."""
+
+    def set_epoch(self, epoch: int) -> None: ...
+
+
+@runtime_checkable
+class FeatureLoss(Protocol):
+    """A loss that reads the penultimate features: ``needs_features = True`` and
+    ``loss(logits (b, C), labels (b,), features (b, d)) -> scalar``."""
+
+    needs_features: bool
+
+    def __call__(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor) -> torch.Tensor: ...
+
+
+def call_loss(loss_fn, logits, labels, features):
+    """``loss_fn(logits, labels[, features])`` following the :class:`FeatureLoss` protocol."""
+    if getattr(loss_fn, "needs_features", False):
+        return loss_fn(logits, labels, features)
+    return loss_fn(logits, labels)
+
+
+def run_steps(optimizer: torch.optim.Optimizer, scheduler, steps: Iterable[int],
+              loss_at: Callable[[int], torch.Tensor]) -> torch.Tensor:
+    """One optimiser step per ``s`` in ``steps`` on the scalar ``loss_at(s)``; the losses, detached.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+    scheduler : learning-rate scheduler stepped after every optimiser step
+    steps : iterable of int
+        Step numbers handed to ``loss_at`` (the trainer's sampler reads them).
+    loss_at : callable
+        ``loss_at(s)`` draws the batch of step ``s`` and returns its loss (a scalar with a graph).
+
+    Returns
+    -------
+    Tensor of shape (number of steps,) on the loss's device (no host synchronisation per step).
+    """
+    losses = []
+    for s in steps:
+        loss = loss_at(s)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.detach())
+    return torch.stack(losses)
+
+
+def check_finite(losses: torch.Tensor, *, first_step: int, lr: float, epoch: int | None = None) -> None:
+    """Raise ``ValueError`` naming the epoch and step of the first loss that is NaN or infinite.
+
+    ``losses[i]`` belongs to step ``first_step + i`` (counted within ``epoch`` when given).
+    """
+    bad = ~torch.isfinite(losses)
+    if bool(bad.any()):
+        i = int(torch.nonzero(bad)[0])
+        where = f"epoch {epoch}, step {first_step + i}" if epoch is not None else f"step {first_step + i}"
+        raise ValueError(f"the loss became {losses[i].item()} at {where}; training stopped. Lower lr (now {lr}).")

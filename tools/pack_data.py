@@ -1,0 +1,95 @@
+"""Pack what a chapter's full profile needs from a local torchvision CIFAR download into one file.
+
+A lent GPU machine has no network: pack on a machine that has the data, copy one file, and the chapters
+unpack it on first use (``ncbook.data.cifar_tensors`` looks for ``$NCBOOK_DATA/ncbook-<dataset>.tar.xz``).
+
+    python tools/pack_data.py --root data --dataset cifar10 --train lt:100          # CIFAR-10-LT + test set
+    python tools/pack_data.py --root data --dataset cifar100 --train lt:100 --out packs
+
+The pack holds the chosen training subset and the test set (or ``--test-per-class`` of it) in
+torchvision's own on-disk format, with a manifest of md5 sums, compressed with xz; it must stay under
+``--max-mib`` (60 MiB). ``--train`` picks the training images exactly as the chapters do:
+
+- ``lt:R``     exponential long tail with imbalance ratio R (``long_tailed_counts`` + ``make_imbalanced``,
+               seed 0): inverse_reweighting (CIFAR-10-LT IF 100: 12406 images)
+- ``step:R``   STEP imbalance with half minorities: nc_primer's and seli's imbalanced runs
+- ``classes:0,1,2``  every training image of those classes: contrastive_imbalance
+- ``all``      the whole training set (too large for 60 MiB: mr2_margins, the primer's balanced run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ncbook import data  # noqa: E402
+
+
+def select_train(y: np.ndarray, spec: str, seed: int = 0) -> np.ndarray:
+    """Indices (sorted) of the training images ``spec`` asks for; see the module docstring."""
+    c = int(y.max()) + 1
+    n_max = int(np.bincount(y).max())
+    kind, _, arg = spec.partition(":")
+    if kind == "all":
+        return np.arange(y.size)
+    if kind == "lt":
+        counts = data.long_tailed_counts(n_max, c, float(arg))
+    elif kind == "step":
+        counts = data.long_tailed_counts(n_max, c, float(arg), "step", minority_fraction=0.5)
+    elif kind == "classes":
+        keep = [int(k) for k in arg.split(",")]
+        return np.flatnonzero(np.isin(y, keep))
+    else:
+        raise SystemExit(f"--train must be all, lt:R, step:R or classes:a,b,...; got {spec!r}.")
+    return data.make_imbalanced(y, counts, seed=seed).numpy()
+
+
+def pack(root: str, dataset: str, train_spec: str, out: str, *, test_per_class: int | None = None,
+         max_mib: float = 60.0) -> Path:
+    ds_tr = data.load_cifar(dataset, root, train=True)
+    ds_te = data.load_cifar(dataset, root, train=False)
+    y_tr, y_te = np.asarray(ds_tr.targets), np.asarray(ds_te.targets)
+    keep = select_train(y_tr, train_spec)
+    test_keep = np.arange(y_te.size)
+    if test_per_class is not None:
+        test_keep = np.sort(np.concatenate([np.flatnonzero(y_te == k)[:test_per_class] for k in range(int(y_te.max()) + 1)]))
+    target = Path(out) / f"ncbook-{dataset}.tar.xz"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = data.write_cifar_folder(
+            tmp, dataset, (ds_tr.data[keep], y_tr[keep]), (ds_te.data[test_keep], y_te[test_keep]),
+            note=f"ncbook pack of {dataset}: training subset {train_spec}, {test_keep.size} test images",
+            class_names=ds_tr.classes, train_subset=train_spec, train_images=int(keep.size), test_images=int(test_keep.size))
+        with tarfile.open(target, "w:xz", preset=9) as tar:
+            tar.add(folder, arcname=folder.name)
+    mib = target.stat().st_size / 2**20
+    print(f"{target}: {keep.size} training and {test_keep.size} test images, {mib:.1f} MiB")
+    if mib > max_mib:
+        target.unlink()
+        raise SystemExit(f"the pack is {mib:.1f} MiB, above {max_mib} MiB: choose a smaller --train subset or "
+                         f"pass --test-per-class (e.g. 500).")
+    return target
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default="data", help="folder holding torchvision's CIFAR download")
+    ap.add_argument("--dataset", choices=["cifar10", "cifar100"], required=True)
+    ap.add_argument("--train", default="lt:100", help="training subset: all, lt:R, step:R or classes:a,b,...")
+    ap.add_argument("--test-per-class", type=int, default=None, help="keep only the first N test images per class")
+    ap.add_argument("--out", default="packs", help="folder for ncbook-<dataset>.tar.xz (copy it into $NCBOOK_DATA)")
+    ap.add_argument("--max-mib", type=float, default=60.0)
+    args = ap.parse_args(argv)
+    pack(args.root, args.dataset, args.train, args.out, test_per_class=args.test_per_class, max_mib=args.max_mib)
+
+
+if __name__ == "__main__":
+    main()
