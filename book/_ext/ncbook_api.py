@@ -4,10 +4,17 @@
 directive reads the module's ``__all__`` at build time and runs autosummary on those names
 (directly, so it works from MyST pages as well as reST)::
 
-    ```{ncbook-autosummary} ncbook.geometry
+    ```{eval-rst}
+    .. ncbook-autosummary:: ncbook.geometry
     ```
 
-The table links to the entries that ``automodule`` (with ``:members:``) writes on the page.
+Use it inside ``eval-rst``: autosummary writes its table rows as reST (``:py:obj:`` roles), which
+a MyST page would show as literal text. The table links to the entries that ``automodule`` (with
+``:members:``) writes on the page.
+
+The extension also sets ``napoleon_use_rtype = False``: our numpydoc "Returns" sections often give
+the type and its meaning on one line (``Tensor of shape (C,), float64.``), which napoleon would
+file under "Return type", leaving "Returns" empty; one combined "Returns" field reads right.
 """
 
 from __future__ import annotations
@@ -36,7 +43,12 @@ class NcbookAutosummary(SphinxDirective):
         return table.run()
 
 
+def _one_returns_field(app, config):
+    config.napoleon_use_rtype = False
+
+
 def setup(app):
     app.setup_extension("sphinx.ext.autosummary")
+    app.connect("config-inited", _one_returns_field)
     app.add_directive("ncbook-autosummary", NcbookAutosummary)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
