@@ -20,6 +20,7 @@ file under "Return type", leaving "Returns" empty; one combined "Returns" field 
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from docutils.statemachine import StringList
 from sphinx.ext.autosummary import Autosummary
@@ -36,6 +37,9 @@ class NcbookAutosummary(SphinxDirective):
         names = list(getattr(module, "__all__", []))
         if not names:
             raise self.error(f"{module_name} has no __all__: list its public names there")
+        # constants (a dict, a float) would show their type's docstring (dict's mentions **kwargs,
+        # which reST reads as broken markup): the table lists functions, classes and modules only
+        names = [n for n in names if callable(getattr(module, n, None)) or inspect.ismodule(getattr(module, n, None))]
         self.env.ref_context["py:module"] = module_name  # as `currentmodule`: names resolve inside it
         content = StringList(names, source=f"<{module_name}.__all__>")
         table = Autosummary("autosummary", [], {"nosignatures": True}, content, self.lineno, self.content_offset,
