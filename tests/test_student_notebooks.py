@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -304,3 +305,21 @@ def test_student_notebooks_hold_no_solution_and_check_every_stub(path):
             assert "NotImplementedError" in "".join(c["source"])
     for label, roles in by_exercise.items():
         assert "check" in roles or "stub" not in roles, f"{path.name}: {label} has a stub but no check"
+
+
+# --------------------------------------------------------------------------- ncbook.book
+def test_glue_returns_nothing_and_show_fills_a_template(monkeypatch):
+    """A cell ending with glue(...) leaves no stray value; show() displays Markdown with a text form."""
+    import IPython.display
+
+    from ncbook import book
+    monkeypatch.setenv(book.READER_ENV, "reader")          # no myst-nb record outside a book build
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj))
+    assert book.glue("acc_test", np.float64(0.91234)) is None
+    assert shown == []
+    book.show("Accuracy {{acc_test:.2f}} on $C = 10$ classes; {{acc_test}}")
+    assert shown == [{"text/markdown": "Accuracy 0.91 on $C = 10$ classes; 0.91234",
+                      "text/plain": "Accuracy 0.91 on $C = 10$ classes; 0.91234"}]
+    with pytest.raises(KeyError, match="nothing glued under 'never_glued'"):
+        book.fill("{{never_glued}}")
