@@ -20,6 +20,13 @@ is the sentence with the numbers of the reader's own run.
 Cells of the student notebook that belong to an exercise carry the metadata
 ``{"ncbook": {"exercise": "<label>", "role": "stub" | "check" | "answer"}}``.
 
+Why our own converter: sphinx-tojupyter (the Sphinx builder QuantEcon uses) needs a full Sphinx
+build, fills glued numbers with the build's values rather than the reader's, loses the cells that
+myst-nb removes (install cell, imports) and every cell tag, and leaves gated solution cells in. So
+the code cells come verbatim from the jupytext source and only the Markdown is converted here, with
+well-kept libraries for the parts that have one: jupytext (reading), Sphinx's
+``LiteralIncludeReader`` (listings, same options as the HTML), pybtex (the bibliography), nbformat.
+
 Public API (also used by the assignment tools): :func:`colab_notebook`, :func:`student_notebook`
 (``md_path -> nbformat.NotebookNode``). The output is deterministic, so CI regenerates and compares::
 
