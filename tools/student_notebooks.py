@@ -18,7 +18,8 @@ numbers (``{glue:text}``) becomes a small code cell calling :func:`ncbook.book.s
 is the sentence with the numbers of the reader's own run.
 
 Cells of the student notebook that belong to an exercise carry the metadata
-``{"ncbook": {"exercise": "<label>", "role": "stub" | "check" | "answer"}}``.
+``{"ncbook": {"exercise": "<label>", "role": "stub" | "check" | "answer"}}``; in the Colab notebook
+the solution code cells carry ``"role": "solution"`` and the checks ``"check"``.
 
 Why our own converter: sphinx-tojupyter (the Sphinx builder QuantEcon uses) needs a full Sphinx
 build, fills glued numbers with the build's values rather than the reader's, loses the cells that
@@ -691,6 +692,8 @@ def _reader_cells(md_path: Path, student: bool, root: Path) -> tuple[list[Cell],
             role = "stub" if _defines(source) else "answer"
             meta = {"tags": tags, **_exercise_meta(label, role)}
             cells.append(Cell("code", stub_code(source, label or "solution", _title(ctx, label)), meta))
+        elif in_solution:     # the Colab notebook: the reference solution, marked for the assignment tools
+            cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "solution")}))
         elif is_check and label:
             cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "check")}))
         else:
