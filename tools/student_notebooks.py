@@ -624,10 +624,13 @@ def _split_glue(cells: list[Cell]) -> list[Cell]:
     return _after_their_values(out)
 
 
-def _glues(source: str, name: str) -> bool:
-    """Whether a code cell plausibly glues ``name`` (the name as a word, or an f-string pattern)."""
-    if re.search(rf"\b{re.escape(name)}\b", source):
-        return True
+def _glues_literally(source: str, name: str) -> bool:
+    """Whether a code cell names glue key ``name`` literally: as a string, or as ``name=`` in ``dict(...)``."""
+    return bool(re.search(rf"""(["']){re.escape(name)}\1|\b{re.escape(name)}=(?!=)""", source))
+
+
+def _glues_by_pattern(source: str, name: str) -> bool:
+    """Whether an f-string key of a ``glue``/``put`` call in the cell can produce ``name``."""
     for m in re.finditer(r"""\b(?:glue|put)\(\s*f(["'])(?P<pat>.*?)\1""", source):
         pattern = re.sub(r"\\\{[^}]*\\\}", r"\\w+", re.escape(m.group("pat")))
         if re.fullmatch(pattern, name):
@@ -636,30 +639,38 @@ def _glues(source: str, name: str) -> bool:
 
 
 def _after_their_values(cells: list[Cell]) -> list[Cell]:
-    """Move each ``show`` cell after the code cell that glues its last missing value, if it precedes it."""
+    """Move each ``show`` cell after the code cell that glues its last missing value, if it precedes it.
+
+    A key is found where a code cell names it literally; an f-string key (``glue(f"acc_{k}", ...)``)
+    counts only for keys that no later cell names literally.
+    """
     cells = list(cells)
-    i = 0
-    moved: set[int] = set()
+    plain = lambda c: c.kind == "code" and c.metadata.get("ncbook", {}).get("role") != "glue"  # noqa: E731
+    i, moved = 0, set()
     while i < len(cells):
         cell = cells[i]
         names = cell.metadata.get("ncbook", {}).get("names") if cell.kind == "code" else None
         if names and id(cell) not in moved:
-            before = [c.source for c in cells[:i] if c.kind == "code" and "ncbook" not in c.metadata]
-            missing = [n for n in names if not any(_glues(s, n) for s in before)]
-            if missing:
-                later = [j for j in range(i + 1, len(cells)) if cells[j].kind == "code"
-                         and "names" not in cells[j].metadata.get("ncbook", {})
-                         and any(_glues(cells[j].source, n) for n in missing)]
-                if later:
-                    moved.add(id(cell))
-                    cells.insert(later[-1] + 1, cell)
-                    del cells[i]
+            before = [c.source for c in cells[:i] if plain(c)]
+            after = [(j, c.source) for j, c in enumerate(cells) if j > i and plain(c)]
+            target = -1
+            for n in names:
+                if any(_glues_literally(src, n) for src in before):
                     continue
+                literal = [j for j, src in after if _glues_literally(src, n)]
+                if literal:
+                    target = max(target, literal[0])
+                elif not any(_glues_by_pattern(src, n) for src in before):
+                    pattern = [j for j, src in after if _glues_by_pattern(src, n)]
+                    target = max(target, pattern[0]) if pattern else target
+            if target > i:
+                moved.add(id(cell))
+                cells.insert(target + 1, cell)
+                del cells[i]
+                continue
         i += 1
     for cell in cells:
         cell.metadata.get("ncbook", {}).pop("names", None)
-        if cell.metadata.get("ncbook") == {"role": "glue"}:
-            pass
     return cells
 
 
