@@ -16,10 +16,15 @@ import that only the book build provides. This script reproduces Colab's situati
    bottom with ``NCBOOK_PROFILE=quick`` from there, so ``import ncbook`` cannot reach the checkout;
 4. check, in a last cell, that ``ncbook`` was imported from the virtual environment.
 
+With ``--students`` it runs every student notebook (``student/*.ipynb``, all stubs untouched) in
+one such environment and also checks, for each, that the run reached the last cell and that every
+exercise check (cells with metadata ``ncbook.role == "check"``) reported "not implemented yet".
+
 Usage::
 
     python3 tools/colab_proxy.py                         # book/nc_primer.ipynb
     python3 tools/colab_proxy.py book/seli.ipynb --keep  # keep the temporary folder
+    python3 tools/colab_proxy.py --students              # every student notebook, stubs untouched
 """
 
 from __future__ import annotations
@@ -87,16 +92,48 @@ def point_install_cell_at(nb: dict, wheel: Path) -> int:
     return count
 
 
+NOT_IMPLEMENTED = "not implemented yet"
+
+
+def _output_text(cell: dict) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append("".join(out["text"]))
+        for key in ("text/plain", "text/markdown"):
+            if key in out.get("data", {}):
+                parts.append("".join(out["data"][key]))
+    return "\n".join(parts)
+
+
+def student_report(executed: dict) -> list[str]:
+    """Problems of an executed student notebook: a cell that did not run, an error output, or a
+    check that did not report "not implemented yet". Empty when all is well."""
+    problems = []
+    code = [c for c in executed["cells"] if c["cell_type"] == "code"]
+    if not code or code[-1].get("execution_count") is None:
+        problems.append("the run did not reach the last cell")
+    for cell in code:
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            problems.append(f"cell {cell.get('id')} raised an error")
+        meta = cell.get("metadata", {}).get("ncbook", {})
+        if meta.get("role") == "check" and NOT_IMPLEMENTED not in _output_text(cell):
+            problems.append(f"the check of {meta.get('exercise')} did not report {NOT_IMPLEMENTED!r}: "
+                            f"{_output_text(cell)[:200]!r}")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebook", nargs="?", type=Path, default=ROOT / "book" / "nc_primer.ipynb")
+    parser.add_argument("notebooks", nargs="*", type=Path, default=[ROOT / "book" / "nc_primer.ipynb"])
+    parser.add_argument("--students", action="store_true", help="run every student/*.ipynb (stubs untouched)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
     args = parser.parse_args(argv)
-    notebook = args.notebook.resolve()
+    notebooks = sorted((ROOT / "student").glob("*.ipynb")) if args.students else [p.resolve() for p in args.notebooks]
     start = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="ncbook-colab-proxy-"))
     try:
-        wheels, venv, work = tmp / "wheel", tmp / "venv", tmp / "work" / "book"
+        wheels, venv, work = tmp / "wheel", tmp / "venv", tmp / "work"
         _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)])
         wheel = next(wheels.glob("ncbook-*.whl"))
         _run([sys.executable, "-m", "venv", str(venv)])           # no system site packages
@@ -107,26 +144,39 @@ def main(argv: list[str] | None = None) -> int:
         _run([py, "-m", "ipykernel", "install", "--prefix", str(venv), "--name", KERNEL], env=env, cwd=tmp)
         print(f"environment ready: {time.time() - start:.0f} s", flush=True)
 
-        nb = json.loads(notebook.read_text())
-        rewritten = point_install_cell_at(nb, wheel)
         env["NCBOOK_PIP_TARGET"] = str(wheel)
-        nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "colab-proxy-verify",
-                            "metadata": {}, "outputs": [], "source": VERIFY_CELL})
-        work.mkdir(parents=True)
-        src = work / notebook.name
-        src.write_text(json.dumps(nb))
-        print(f"install target -> {wheel.name} ({rewritten} cell(s) rewritten, NCBOOK_PIP_TARGET set)", flush=True)
         (tmp / "execute.py").write_text(EXECUTE)
-        run_start = time.time()
-        result = subprocess.run([py, str(tmp / "execute.py"), str(src), KERNEL, str(work / "executed.ipynb")],
-                                env=env, cwd=work)
-        print(f"executed {notebook.name}: {time.time() - run_start:.0f} s; total {time.time() - start:.0f} s", flush=True)
-        if result.returncode != 0:
-            print(f"colab proxy FAILED: {notebook.name} does not run against the installed wheel "
-                  f"(executed copy: {work / 'executed.ipynb'})", file=sys.stderr)
+        failed = []
+        for notebook in notebooks:
+            nb = json.loads(notebook.read_text())
+            rewritten = point_install_cell_at(nb, wheel)
+            nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "colab-proxy-verify",
+                                "metadata": {}, "outputs": [], "source": VERIFY_CELL})
+            folder = work / notebook.parent.name
+            folder.mkdir(parents=True, exist_ok=True)
+            src = folder / notebook.name
+            src.write_text(json.dumps(nb))
+            executed_path = folder / f"{notebook.stem}.executed.ipynb"
+            print(f"{notebook.name}: install target -> {wheel.name} ({rewritten} cell(s) rewritten)", flush=True)
+            run_start = time.time()
+            result = subprocess.run([py, str(tmp / "execute.py"), str(src), KERNEL, str(executed_path)],
+                                    env=env, cwd=folder)
+            problems = [] if result.returncode == 0 else ["the notebook client stopped on an error"]
+            if args.students and executed_path.exists():
+                problems += student_report(json.loads(executed_path.read_text()))
+            checks = sum(1 for c in nb["cells"] if c.get("metadata", {}).get("ncbook", {}).get("role") == "check")
+            print(f"executed {notebook.parent.name}/{notebook.name}: {time.time() - run_start:.0f} s"
+                  + (f", {checks} checks" if args.students else ""), flush=True)
+            for problem in problems:
+                print(f"  FAILED: {problem}", file=sys.stderr)
+            if problems:
+                failed.append(notebook.name)
+        print(f"total {time.time() - start:.0f} s", flush=True)
+        if failed:
+            print(f"colab proxy FAILED: {', '.join(failed)} (executed copies kept under {work})", file=sys.stderr)
             args.keep = True
             return 1
-        print(f"colab proxy passed: {notebook.name} ran top to bottom against the wheel {wheel.name}")
+        print(f"colab proxy passed: {len(notebooks)} notebook(s) ran top to bottom against the wheel {wheel.name}")
         return 0
     finally:
         if args.keep:

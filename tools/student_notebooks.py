@@ -1,24 +1,38 @@
 #!/usr/bin/env python3
-"""Generate the student version of every chapter: solutions replaced by stubs.
+"""Generate the reader notebooks of every chapter: the Colab/Jupyter notebook and the student one.
 
-For each jupytext chapter listed in ``_toc.yml`` this writes ``student/<stem>.ipynb``,
-without outputs, where
+From each jupytext chapter ``book/<stem>.md`` listed in ``_toc.yml`` this writes, without outputs:
 
-* every code cell tagged ``solution``, and every other code cell between a ``{solution-start}``
-  directive and its ``{solution-end}`` except those calling an autograder ``check_<name>(...)``,
-  is replaced by a stub: a cell that defines functions (or classes) keeps its imports,
-  ``def``/``class`` header lines and docstrings, and each function body (comments included)
-  becomes ``raise NotImplementedError("exercise: <label>")``; any other cell becomes that single
-  ``raise`` line;
-* the text of every solution (the markdown between ``{solution-start}`` and
-  ``{solution-end}``, directive lines included) is removed and replaced by a short
-  "write your answer here" prompt.
+* ``book/<stem>.ipynb``: the notebook the launch (rocket) button opens in Colab; the whole chapter
+  with its solutions;
+* ``student/<stem>.ipynb`` (chapters with exercises): the same notebook with every solution removed: solution code becomes
+  stubs whose functions raise ``NotImplementedError`` (so each exercise's check reports "not
+  implemented yet" and Run-all reaches the end), solution text becomes an answer prompt.
 
-The output is deterministic (sorted JSON keys, fixed metadata, cell ids derived from the
-cell's position) so that CI can regenerate and compare::
+Markdown cells carry no MyST-only markup: definitions, theorems and exercises become bold titles
+with blockquotes, numbered per chapter as in the HTML book (Exercise 2.3 in chapter 2);
+citations become "Author et al. (year)" with the chapter's references as a Markdown list;
+cross-references become text; ``literalinclude`` becomes the listing (read with Sphinx's own
+``LiteralIncludeReader``); labelled equations get ``\\tag{2.1}``. A paragraph quoting glued
+numbers (``{glue:text}``) becomes a small code cell calling :func:`ncbook.book.show`, whose output
+is the sentence with the numbers of the reader's own run.
 
-    python3 tools/student_notebooks.py            # (re)write student/*.ipynb
-    python3 tools/student_notebooks.py --check    # exit 1 if a committed file is stale
+Cells of the student notebook that belong to an exercise carry the metadata
+``{"ncbook": {"exercise": "<label>", "role": "stub" | "check" | "answer"}}``; in the Colab notebook
+the solution code cells carry ``"role": "solution"`` and the checks ``"check"``.
+
+Why our own converter: sphinx-tojupyter (the Sphinx builder QuantEcon uses) needs a full Sphinx
+build, fills glued numbers with the build's values rather than the reader's, loses the cells that
+myst-nb removes (install cell, imports) and every cell tag, and leaves gated solution cells in. So
+the code cells come verbatim from the jupytext source and only the Markdown is converted here, with
+well-kept libraries for the parts that have one: jupytext (reading), Sphinx's
+``LiteralIncludeReader`` (listings, same options as the HTML), pybtex (the bibliography), nbformat.
+
+Public API (also used by the assignment tools): :func:`colab_notebook`, :func:`student_notebook`
+(``md_path -> nbformat.NotebookNode``). The output is deterministic, so CI regenerates and compares::
+
+    python3 tools/student_notebooks.py            # (re)write book/<stem>.ipynb and student/<stem>.ipynb
+    python3 tools/student_notebooks.py --check    # exit 1 if a file is stale, missing or orphaned
 """
 
 from __future__ import annotations
@@ -31,41 +45,359 @@ import json
 import re
 import sys
 import tokenize
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import jupytext
+import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB_TAG = "exercise"
-ANSWER_PROMPT = "**Your answer ({label}).** Write it here."
+ANSWER_PROMPT = "**Your answer ({title}).** Write it here."
+STUDENT_LINK = "[Open the exercises in Colab]"
+READER_LINE = 'os.environ["NCBOOK_NOTEBOOK"] = "reader"  # glued numbers are shown by ncbook.book.show'
 
-# A directive fence opens with 3+ backticks or colons followed by {name}; it closes with the
-# same run of characters alone on a line.
-# an autograder call (ncbook.exercises.check_<name>(...)): kept even inside a solution
-_CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
-# cells that record the chapter's checks for the reproduction page (dropped from student notebooks)
+# an autograder call (check_<name>(...) or run_cases(...)): kept even inside a solution
+_CHECK_CALL = re.compile(r"\b(check_\w+|run_cases)\s*\(")
+# cells that record the chapter's checks for the reproduction page (not in reader notebooks)
 _RECORDS_CLAIMS = re.compile(r"\brecord_claim\(")
-_FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|solution-end)\}\s*(?P<arg>\S*)")
+_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|:{3,}|~{3,})(?P<rest>.*)$")
+_DIRECTIVE = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<arg>.*)$")
+_OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+_ROLE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<content>[^`]*)`")
+_ROLE_OR_CODE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<content>[^`]*)`|(?P<code>(?P<ticks>`+)[^`]+?(?P=ticks))")
+_EQ_LABEL = re.compile(r"^\$\$\s*\((?P<label>[^)\s]+)\)\s*$")
+_GLUE = re.compile(r"\x00(?P<name>\w+)(?::(?P<spec>[^\x00]*))?\x00")
+PRF_TITLES = {"definition": "Definition", "theorem": "Theorem", "proposition": "Proposition",
+              "corollary": "Corollary", "lemma": "Lemma", "remark": "Remark", "example": "Example",
+              "conjecture": "Conjecture", "observation": "Observation", "property": "Property",
+              "axiom": "Axiom", "criterion": "Criterion", "algorithm": "Algorithm", "proof": "Proof"}
 
 
-# --------------------------------------------------------------------------- chapters
-def toc_chapters(root: Path) -> list[Path]:
+# --------------------------------------------------------------------------- chapters and labels
+def _toc(root: Path) -> dict:
+    return yaml.safe_load((root / "_toc.yml").read_text())
+
+
+def _is_jupytext(path: Path) -> bool:
+    text = path.read_text()
+    return text.lstrip().startswith("---") and "jupytext:" in text.split("\n---", 1)[0]
+
+
+def toc_chapters(root: Path = ROOT) -> list[Path]:
     """The jupytext sources (``.md`` with a jupytext header) listed in ``root/_toc.yml``, in TOC order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [toc["root"]]
+    return [p for p, _ in _toc_entries(root) if p.exists() and _is_jupytext(p)]
 
-    def walk(entries):
+
+def _toc_entries(root: Path) -> list[tuple[Path, bool]]:
+    """Every page of the TOC in order, with whether it is numbered (its part says ``numbered``)."""
+    toc = _toc(root)
+    out = [(root / f"{toc['root']}.md", False)]
+
+    def walk(entries, numbered):
         for entry in entries or []:
             if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
+                out.append((root / f"{entry['file']}.md", numbered))
+            walk(entry.get("sections"), numbered)
 
     for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    paths = [root / f"{f}.md" for f in files]
-    return [p for p in paths if p.exists() and p.read_text().lstrip().startswith("---") and "jupytext:" in p.read_text()]
+        walk(part.get("chapters"), bool(part.get("numbered")))
+    walk(toc.get("chapters"), bool(toc.get("numbered")))
+    return out
+
+
+@dataclass
+class Target:
+    """A label's text in the notebooks: kind ("Definition", "Exercise", "equation") and number."""
+
+    kind: str
+    number: str
+    doc: str
+
+    def text(self) -> str:
+        return f"({self.number})" if self.kind == "equation" else f"{self.kind} {self.number}".strip()
+
+
+@dataclass
+class Book:
+    root: Path
+    chapter_number: dict[str, int]
+    titles: dict[str, str]
+    targets: dict[str, Target]
+    bib: dict
+
+
+def _walk_directives(text: str):
+    """(name, arg, options) of every directive of ``text``, nested ones included, in order."""
+    for block in _blocks(text.split("\n")):
+        if block[0] == "directive":
+            _, name, arg, options, body, _ = block
+            yield name, arg, options
+            yield from _walk_directives("\n".join(body))
+
+
+@lru_cache(maxsize=4)
+def _book(root: Path) -> Book:
+    numbers, titles, targets = {}, {}, {}
+    count = 0
+    for path, numbered in _toc_entries(root):
+        if not path.exists():
+            continue
+        doc = path.relative_to(root).with_suffix("").as_posix()
+        text = path.read_text()
+        m = re.search(r"^# (.+)$", _strip_front_matter(text), re.M)
+        titles[doc] = m.group(1).strip() if m else path.stem
+        if numbered:
+            count += 1
+            numbers[doc] = count
+        prefix = f"{count}." if numbered else ""
+        counters: dict[str, int] = {}
+        body = "\n".join(c.source for c in jupytext.reads(text, fmt="md:myst").cells if c.cell_type == "markdown")
+        for name, arg, options in _walk_directives(body):
+            kind = None
+            if name.startswith("prf:") and name[4:] in PRF_TITLES and name != "prf:proof":
+                kind = PRF_TITLES[name[4:]]
+            elif name == "exercise":
+                kind = "Exercise"
+            if kind:
+                counters[kind] = counters.get(kind, 0) + 1
+                if "label" in options:
+                    targets[options["label"]] = Target(kind, f"{prefix}{counters[kind]}", doc)
+        eq = 0
+        for line in body.split("\n"):
+            m = _EQ_LABEL.match(line.strip())
+            if m:
+                eq += 1
+                targets[m.group("label")] = Target("equation", f"{prefix}{eq}", doc)
+    bib = _read_bib(root)
+    return Book(root, numbers, titles, targets, bib)
+
+
+def _strip_front_matter(text: str) -> str:
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        return text[end + 4:] if end >= 0 else text
+    return text
+
+
+# --------------------------------------------------------------------------- bibliography
+def _read_bib(root: Path) -> dict:
+    """key -> pybtex entry of every .bib file named in ``_config.yml``."""
+    from pybtex.database import parse_file
+
+    config = yaml.safe_load((root / "_config.yml").read_text()) if (root / "_config.yml").exists() else {}
+    entries = {}
+    for name in config.get("bibtex_bibfiles", []) or []:
+        path = root / name
+        if path.exists():
+            entries.update(parse_file(str(path), bib_format="bibtex").entries)
+    return entries
+
+
+def _latex_text(text: str) -> str:
+    text = re.sub(r"\\[`'\"^~=.]\{?(\w)\}?", r"\1", text)     # accents: keep the letter
+    text = re.sub(r"\\&", "&", text)
+    return re.sub(r"[{}]", "", text).replace("--", "–").strip()
+
+
+def _last_names(entry) -> list[str]:
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    return [_latex_text(" ".join(p.prelast_names + p.last_names)) for p in people]
+
+
+def _cite_label(entry) -> tuple[str, str]:
+    names = _last_names(entry) or ["Anonymous"]
+    who = names[0] if len(names) == 1 else f"{names[0]} and {names[1]}" if len(names) == 2 else f"{names[0]} et al."
+    return who, entry.fields.get("year", "n.d.")
+
+
+def _reference(entry) -> str:
+    people = entry.persons.get("author") or []
+    authors = []
+    for p in people:
+        initials = " ".join(f"{n[0]}." for n in p.first_names + p.middle_names if n)
+        authors.append(_latex_text(" ".join(p.prelast_names + p.last_names)) + (f", {initials}" if initials else ""))
+    who = "; ".join(authors) if authors else "Anonymous"
+    f = entry.fields
+    venue = f.get("journal") or f.get("booktitle") or f.get("publisher") or ""
+    if not venue and f.get("eprint"):
+        venue = f"arXiv:{f['eprint']}"
+    parts = [f"{who} ({f.get('year', 'n.d.')}).", f"*{_latex_text(f.get('title', ''))}*."]
+    if venue:
+        parts.append(_latex_text(venue) + ".")
+    url = f.get("url") or (f"https://doi.org/{f['doi']}" if f.get("doi") else "")
+    if url:
+        parts.append(f"<{url}>")
+    return " ".join(parts)
+
+
+# --------------------------------------------------------------------------- MyST -> Markdown
+def _blocks(lines: list[str]):
+    """Split Markdown lines into ("text", lines) and ("directive", name, arg, options, body, fence) blocks.
+
+    Plain code fences (no ``{name}``) stay text, with their content untouched.
+    """
+    i, text = 0, []
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            text.append(lines[i])
+            i += 1
+            continue
+        fence, rest = m.group("fence"), m.group("rest")
+        j = i + 1
+        while j < len(lines) and not (lines[j].strip().startswith(fence) and set(lines[j].strip()) == {fence[0]}):
+            j += 1
+        d = _DIRECTIVE.match(rest.strip())
+        if not d:
+            text.extend(lines[i:j + 1])
+            i = j + 1
+            continue
+        if text:
+            yield ("text", text)
+            text = []
+        body = lines[i + 1:j]
+        options = {}
+        while body and _OPTION.match(body[0].strip()):
+            o = _OPTION.match(body[0].strip())
+            options[o.group("key")] = o.group("value").strip()
+            body = body[1:]
+        while body and not body[0].strip():
+            body = body[1:]
+        yield ("directive", d.group("name"), d.group("arg").strip(), options, body, fence)
+        i = j + 1
+    if text:
+        yield ("text", text)
+
+
+@dataclass
+class Context:
+    """What converting one chapter needs: the book's labels, and what the chapter cited."""
+
+    book: Book
+    doc: str
+    student: bool
+    cited: list[str] = field(default_factory=list)
+
+
+def _role(m: re.Match, ctx: Context) -> str:
+    name, content = m.group("name"), m.group("content")
+    explicit = re.match(r"^(?P<text>.+?)\s*<(?P<label>[^<>]+)>$", content)
+    if name.startswith("glue"):
+        key, _, spec = content.partition(":")
+        return f"\x00{key.strip()}{':' + spec if spec else ''}\x00"
+    if name.startswith("cite"):
+        keys = [k.strip() for k in content.split(",") if k.strip()]
+        labels = []
+        for key in keys:
+            if key not in ctx.book.bib:
+                raise ValueError(f"{ctx.doc}: citation {key!r} is not in the bibliography")
+            if key not in ctx.cited:
+                ctx.cited.append(key)
+            labels.append(_cite_label(ctx.book.bib[key]))
+        if name == "cite:t":
+            return "; ".join(f"{who} ({year})" for who, year in labels)
+        return "(" + "; ".join(f"{who}, {year}" for who, year in labels) + ")"
+    if name in ("eq", "prf:ref", "ref", "numref"):
+        if explicit:
+            return explicit.group("text")
+        target = ctx.book.targets.get(content)
+        if target is None:
+            raise ValueError(f"{ctx.doc}: unknown label {content!r} in {{{name}}}")
+        text = target.text()
+        if target.doc != ctx.doc and target.doc in ctx.book.titles:
+            text += f" (chapter “{ctx.book.titles[target.doc]}”)"
+        return text
+    if name == "doc":
+        if explicit:
+            return explicit.group("text")
+        doc = (Path(ctx.doc).parent / content).as_posix() if not content.startswith("/") else content.lstrip("/")
+        doc = re.sub(r"(^|/)[^/]+/\.\./", r"\1", doc)
+        title = ctx.book.titles.get(doc, content)
+        number = ctx.book.chapter_number.get(doc)
+        return f"chapter {number} (“{title}”)" if number else f"“{title}”"
+    if name in ("py:func", "py:class", "py:meth", "py:obj", "py:mod", "py:data", "py:attr", "func", "class", "meth"):
+        shown = content.lstrip("~!")
+        if content.startswith("~"):
+            shown = shown.rsplit(".", 1)[-1]
+        return f"`{shown}{'()' if name.endswith('func') and not shown.endswith(')') else ''}`"
+    if name == "math":
+        return f"${content}$"
+    raise ValueError(f"{ctx.doc}: no plain-Markdown form for the role {{{name}}}")
+
+
+def _inline(text: str, ctx: Context) -> str:
+    """Roles of ``text`` replaced (code spans are left alone)."""
+    # one left-to-right scan: a role is replaced, an inline code span is kept as it is
+    return _ROLE_OR_CODE.sub(lambda m: _role(m, ctx) if m.group("name") else m.group(0), text)
+
+
+def _literalinclude(arg: str, options: dict, ctx: Context) -> list[str]:
+    from sphinx.directives.code import LiteralIncludeReader
+
+    path = (ctx.book.root / ctx.doc).parent / arg
+    reader = LiteralIncludeReader(str(path), dict(options), SimpleNamespace(source_encoding="utf-8"))
+    listing, _ = reader.read()
+    lang = options.get("language", "python")
+    return [f"```{lang}", *listing.rstrip("\n").split("\n"), "```"]
+
+
+def _quote(lines: list[str]) -> list[str]:
+    return [("> " + line) if line.strip() else ">" for line in lines]
+
+
+def _convert_lines(lines: list[str], ctx: Context) -> list[str]:
+    """Plain Markdown of MyST ``lines`` without solution directives (handled by the caller)."""
+    out: list[str] = []
+    for block in _blocks(lines):
+        if block[0] == "text":
+            out.extend(_convert_text(block[1], ctx))
+            continue
+        _, name, arg, options, body, _ = block
+        if name.startswith("prf:") or name == "exercise":
+            kind = "Exercise" if name == "exercise" else PRF_TITLES.get(name[4:], name[4:].title())
+            target = ctx.book.targets.get(options.get("label", ""))
+            number = f" {target.number}" if target else ""
+            title = f" ({_inline(arg, ctx)})" if arg else ""
+            out += ["", *_quote([f"**{kind}{number}{title}.**", "", *_convert_lines(body, ctx)]), ""]
+        elif name == "literalinclude":
+            out += ["", *_literalinclude(arg, options, ctx), ""]
+        elif name == "bibliography":
+            refs = sorted(ctx.cited, key=lambda k: (_last_names(ctx.book.bib[k]) or [""])[0].lower()
+                          + ctx.book.bib[k].fields.get("year", ""))
+            out += ["", *[f"- {_reference(ctx.book.bib[k])}" for k in refs], ""]
+        elif name in ("note", "tip", "warning", "important", "admonition", "seealso", "attention", "caution"):
+            head = arg if name == "admonition" else name.title()
+            out += ["", *_quote([f"**{_inline(head, ctx)}.**", "", *_convert_lines(body, ctx)]), ""]
+        elif name == "math":
+            out += ["", "$$", *body, "$$", ""]
+        else:
+            raise ValueError(f"{ctx.doc}: no plain-Markdown form for the directive {{{name}}}")
+    return out
+
+
+def _convert_text(lines: list[str], ctx: Context) -> list[str]:
+    out, in_code = [], False
+    for line in lines:
+        if _FENCE.match(line):
+            in_code = not in_code
+            out.append(line)
+            continue
+        if in_code:
+            out.append(line)
+            continue
+        m = _EQ_LABEL.match(line.strip())
+        if m:
+            target = ctx.book.targets[m.group("label")]
+            out += [f"\\tag{{{target.number}}}", "$$"]
+            continue
+        if re.match(r"^\(.+\)=\s*$", line):   # a MyST target line
+            continue
+        out.append(_inline(line, ctx))
+    return out
 
 
 # --------------------------------------------------------------------------- code stubs
@@ -97,11 +429,8 @@ def _docstring(node: ast.AST) -> ast.Expr | None:
     return None
 
 
-def _stub_function(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], tokens, label: str) -> list[str]:
-    """Header lines (decorators included) and docstring of ``node``; the body becomes one raise.
-
-    Comments and statements of the body are dropped: they are the solution.
-    """
+def _stub_function(node, lines: list[str], tokens, label: str) -> list[str]:
+    """Header lines (decorators included) and docstring of ``node``; the body becomes one raise."""
     start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
     end = _header_end(tokens, node)
     first_body = node.body[0]
@@ -137,20 +466,25 @@ def _stub_class(node: ast.ClassDef, lines: list[str], tokens, label: str) -> lis
     return out
 
 
-def stub_code(source: str, label: str) -> str:
-    """The student stub of a solution cell's ``source``.
-
-    Cells that define functions or classes keep their imports, definitions' signature lines and
-    docstrings; function bodies become ``raise NotImplementedError``. Anything else (including
-    source that is not plain Python, e.g. with magics) becomes a single ``raise`` line.
-    """
+def _defines(source: str) -> bool:
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return _raise_line(label)
-    defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    if not defs:
-        return _raise_line(label)
+        return False
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in tree.body)
+
+
+def stub_code(source: str, label: str, title: str | None = None) -> str:
+    """The student stub of a solution cell's ``source``.
+
+    Cells that define functions or classes keep their imports, the definitions' signature lines and
+    docstrings; function bodies become ``raise NotImplementedError`` (raised when the exercise's check
+    calls the function, so Run-all goes on). Any other cell becomes a comment: code to write there
+    is part of a written answer and nothing may raise at the top level.
+    """
+    if not _defines(source):
+        return f"# Your code for {title or label} (optional): it is part of your answer."
+    tree = ast.parse(source)
     lines = source.splitlines()
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     out: list[str] = []
@@ -164,144 +498,300 @@ def stub_code(source: str, label: str) -> str:
     return "\n".join(out)
 
 
-# --------------------------------------------------------------------------- markdown
-def _strip_solutions(text: str, inside: str | None, prompted: set[str]) -> tuple[str, str | None]:
-    """Remove solution text from one markdown cell.
-
-    ``inside`` is the label of the solution region open at the start of the cell (None if
-    none). Where a region's text is removed, one answer prompt is left (once per region; the
-    labels already prompted are in ``prompted``, which is updated). Returns the kept text and the
-    region still open at the end of the cell.
-    """
-    kept: list[str] = []
-    pending = False
-    lines = text.split("\n")
-
-    def prompt():
-        kept.extend(["", ANSWER_PROMPT.format(label=inside), ""])
-        prompted.add(inside)
-
-    i = 0
-    while i < len(lines):
-        m = _FENCE_OPEN.match(lines[i])
-        if m:  # skip the directive through its closing fence
+# --------------------------------------------------------------------------- glue paragraphs
+def _paragraphs(text: str) -> list[str]:
+    """Split Markdown at blank lines outside code fences and ``$$`` blocks."""
+    paras, cur, fence, math = [], [], None, False
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if m and fence is None:
             fence = m.group("fence")
-            j = i + 1
-            while j < len(lines) and lines[j].strip() != fence:
-                j += 1
-            if m.group("name") == "solution-start":
-                if inside is not None:
-                    raise ValueError(f"{{solution-start}} {m.group('arg')} opens inside the solution of {inside}")
-                inside = m.group("arg") or "solution"
-            else:
-                if inside is None:
-                    raise ValueError(f"{{solution-end}} without a {{solution-start}} near: {lines[i]!r}")
-                if pending:
-                    prompt()
-                    pending = False
-                inside = None
-            i = j + 1
+        elif fence is not None and line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
+            fence = None
+        elif fence is None and line.strip().lstrip(">").strip().startswith("$$"):
+            s = line.strip().lstrip(">").strip()
+            if not (s.endswith("$$") and len(s) > 2):
+                math = not math
+        if not line.strip() and fence is None and not math:
+            if cur:
+                paras.append("\n".join(cur))
+                cur = []
             continue
-        if inside is None:
-            kept.append(lines[i])
-        elif lines[i].strip() and inside not in prompted:
-            pending = True
-        i += 1
-    if pending:
-        prompt()
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept))
-    return text.strip("\n"), inside
+        cur.append(line)
+    if cur:
+        paras.append("\n".join(cur))
+    return paras
+
+
+def _show_cell_source(paragraph: str) -> str:
+    template = _GLUE.sub(lambda m: "{{" + m.group("name") + (":" + m.group("spec") if m.group("spec") else "") + "}}",
+                         paragraph)
+    if '"""' in template:
+        raise ValueError(f"a glued paragraph contains triple quotes: {paragraph[:80]!r}")
+    return "#@title Numbers from your run\nfrom ncbook.book import show\nshow(r\"\"\"\n" + template + "\n\"\"\")"
+
+
+def _glue_names(paragraph: str) -> list[str]:
+    return [m.group("name") for m in _GLUE.finditer(paragraph)]
 
 
 # --------------------------------------------------------------------------- notebooks
-def _cell(cell_type: str, source: str, tags: list[str], index: int) -> dict:
-    cell = {"cell_type": cell_type, "id": f"cell-{index:03d}", "metadata": {"tags": tags} if tags else {},
-            "source": source.splitlines(keepends=True)}
-    if cell_type == "code":
-        cell["execution_count"] = None
-        cell["outputs"] = []
-    return cell
+@dataclass
+class Cell:
+    kind: str                       # "markdown" or "code"
+    source: str
+    metadata: dict = field(default_factory=dict)
 
 
-def student_cells(nb) -> list[tuple[str, str, list[str]]]:
-    """(cell_type, source, tags) of the student version of the jupytext notebook ``nb``."""
-    out: list[tuple[str, str, list[str]]] = []
-    inside: str | None = None
-    prompted: set[str] = set()
-    for cell in nb.cells:
-        tags = list(cell.metadata.get("tags", []))
-        if cell.cell_type == "markdown":
-            text, inside = _strip_solutions(cell.source, inside, prompted)
-            if text.strip():
-                out.append(("markdown", text, tags))
-        elif cell.cell_type == "code":
-            if _RECORDS_CLAIMS.search(cell.source):
-                continue  # the book's reproduction records: a student's run must not overwrite them
-            if "solution" in tags or (inside is not None and not _CHECK_CALL.search(cell.source)):
-                label = inside or _first_def_name(cell.source) or "solution"
-                tags = [t for t in tags if t != "solution"] + ([STUB_TAG] if STUB_TAG not in tags else [])
-                out.append(("code", stub_code(cell.source, label), tags))
+def _exercise_meta(label: str | None, role: str) -> dict:
+    return {"ncbook": {"exercise": label, "role": role}} if label else {}
+
+
+def _title(ctx: Context, label: str | None) -> str:
+    target = ctx.book.targets.get(label or "")
+    return f"Exercise {target.number}" if target else (label or "the exercise")
+
+
+def _markdown_pieces(text: str, ctx: Context, state: dict) -> list[Cell]:
+    """Markdown cells (and answer cells) of one MyST Markdown cell; ``state`` tracks the open solution."""
+    out: list[Cell] = []
+    buffer: list[str] = []
+
+    def flush():
+        body = "\n".join(_convert_lines(buffer, ctx)) if buffer else ""
+        buffer.clear()
+        body = re.sub(r"\n{3,}", "\n\n", body).strip("\n")
+        if body.strip():
+            out.append(Cell("markdown", body))
+
+    for block in _blocks(text.split("\n")):
+        if block[0] == "directive" and block[1] in ("solution-start", "solution-end"):
+            flush()
+            if block[1] == "solution-start":
+                if state["inside"] is not None:
+                    raise ValueError(f"{{solution-start}} {block[2]} opens inside the solution of {state['inside']}")
+                state["inside"], state["text"] = block[2] or "solution", False
+                if not ctx.student:
+                    out.append(Cell("markdown", f"**Solution to {_title(ctx, state['inside'])}.**"))
             else:
-                out.append(("code", cell.source, tags))
+                if state["inside"] is None:
+                    raise ValueError("{solution-end} without a {solution-start}")
+                if ctx.student and state["text"]:
+                    label = state["inside"]
+                    out.append(Cell("markdown", ANSWER_PROMPT.format(title=_title(ctx, label)),
+                                    _exercise_meta(label, "answer")))
+                state["inside"] = None
+            continue
+        if block[0] == "directive" and block[1] == "exercise":
+            state["exercise"] = block[3].get("label", state.get("exercise"))
+        lines = block[1] if block[0] == "text" else None
+        if ctx.student and state["inside"] is not None:
+            if any(line.strip() for line in (lines or ["x"])):
+                state["text"] = True
+            continue
+        if block[0] == "text":
+            if ctx.student:   # the student notebook does not link to itself
+                lines = [line for line in lines if not line.startswith(STUDENT_LINK)]
+            buffer.extend(lines)
         else:
-            out.append((cell.cell_type, cell.source, tags))
-    if inside is not None:
-        raise ValueError(f"{{solution-start}} {inside} has no {{solution-end}}")
+            _, name, arg, options, body, fence = block
+            opts = [f":{k}: {v}" for k, v in options.items()]
+            buffer.extend([f"{fence}{{{name}}} {arg}".rstrip(), *opts, "", *body, fence])
+    flush()
     return out
 
 
-def _first_def_name(source: str) -> str | None:
-    m = re.search(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", source, re.M)
-    return f"write {m.group(1)}" if m else None
+def _split_glue(cells: list[Cell]) -> list[Cell]:
+    """Markdown cells whose paragraphs quote glued values: those paragraphs become ``show`` cells."""
+    out: list[Cell] = []
+    for cell in cells:
+        if cell.kind != "markdown" or "\x00" not in cell.source:
+            out.append(cell)
+            continue
+        text: list[str] = []
+        for para in _paragraphs(cell.source):
+            if "\x00" in para:
+                if text:
+                    out.append(Cell("markdown", "\n\n".join(text), cell.metadata))
+                    text = []
+                out.append(Cell("code", _show_cell_source(para),
+                                {"cellView": "form", "jupyter": {"source_hidden": True},
+                                 "tags": ["hide-input"], "ncbook": {"role": "glue", "names": _glue_names(para)}}))
+            else:
+                text.append(para)
+        if text:
+            out.append(Cell("markdown", "\n\n".join(text), cell.metadata))
+    return _after_their_values(out)
 
 
-def student_notebook(path: Path, root: Path = ROOT) -> str:
-    """The JSON text of the student notebook of chapter ``path`` (deterministic)."""
-    nb = jupytext.read(path)
-    cells = [_cell(kind, src, tags, i) for i, (kind, src, tags) in enumerate(student_cells(nb))]
-    metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-        "ncbook": {"student_version_of": path.relative_to(root).as_posix(),
-                   "generated_by": "tools/student_notebooks.py"},
-    }
-    doc = {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
-    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+def _glues_literally(source: str, name: str) -> bool:
+    """Whether a code cell names glue key ``name`` literally: as a string, or as ``name=`` in ``dict(...)``."""
+    return bool(re.search(rf"""(["']){re.escape(name)}\1|\b{re.escape(name)}=(?!=)""", source))
 
 
-def generate(root: Path, out_dir: Path) -> dict[Path, str]:
-    """Map of student notebook path -> text for every chapter in ``root``'s TOC."""
-    return {out_dir / f"{p.stem}.ipynb": student_notebook(p, root) for p in toc_chapters(root)}
+def _glues_by_pattern(source: str, name: str) -> bool:
+    """Whether an f-string key of a ``glue``/``put`` call in the cell can produce ``name``."""
+    for m in re.finditer(r"""\b(?:glue|put)\(\s*f(["'])(?P<pat>.*?)\1""", source):
+        pattern = re.sub(r"\\\{[^}]*\\\}", r"\\w+", re.escape(m.group("pat")))
+        if re.fullmatch(pattern, name):
+            return True
+    return False
+
+
+def _after_their_values(cells: list[Cell]) -> list[Cell]:
+    """Move each ``show`` cell after the code cell that glues its last missing value, if it precedes it.
+
+    A key is found where a code cell names it literally; an f-string key (``glue(f"acc_{k}", ...)``)
+    counts only for keys that no later cell names literally.
+    """
+    cells = list(cells)
+    plain = lambda c: c.kind == "code" and c.metadata.get("ncbook", {}).get("role") != "glue"  # noqa: E731
+    i, moved = 0, set()
+    while i < len(cells):
+        cell = cells[i]
+        names = cell.metadata.get("ncbook", {}).get("names") if cell.kind == "code" else None
+        if names and id(cell) not in moved:
+            before = [c.source for c in cells[:i] if plain(c)]
+            after = [(j, c.source) for j, c in enumerate(cells) if j > i and plain(c)]
+            target = -1
+            for n in names:
+                if any(_glues_literally(src, n) for src in before):
+                    continue
+                literal = [j for j, src in after if _glues_literally(src, n)]
+                if literal:
+                    target = max(target, literal[0])
+                elif not any(_glues_by_pattern(src, n) for src in before):
+                    pattern = [j for j, src in after if _glues_by_pattern(src, n)]
+                    target = max(target, pattern[0]) if pattern else target
+            if target > i:
+                moved.add(id(cell))
+                cells.insert(target + 1, cell)
+                del cells[i]
+                continue
+        i += 1
+    for cell in cells:
+        cell.metadata.get("ncbook", {}).pop("names", None)
+    return cells
+
+
+def _reader_cells(md_path: Path, student: bool, root: Path) -> tuple[list[Cell], dict]:
+    md_path = Path(md_path).resolve()
+    book = _book(root)
+    doc = md_path.relative_to(root).with_suffix("").as_posix()
+    ctx = Context(book, doc, student)
+    nb = jupytext.read(md_path)
+    state = {"inside": None, "text": False, "exercise": None}
+    cells: list[Cell] = []
+    for cell in nb.cells:
+        tags = list(cell.metadata.get("tags", []))
+        if cell.cell_type == "markdown":
+            cells += _markdown_pieces(cell.source, ctx, state)
+            continue
+        if cell.cell_type != "code":
+            continue
+        source = cell.source
+        if _RECORDS_CLAIMS.search(source):
+            continue  # the book's reproduction records: a reader's run must not write them
+        if "NCBOOK_PIP_TARGET" in source and READER_LINE not in source:
+            source = source.rstrip("\n") + "\n" + READER_LINE
+        meta = {"tags": tags} if tags else {}
+        label = state["inside"] or state["exercise"]
+        is_check = bool(_CHECK_CALL.search(source))
+        in_solution = "solution" in tags or (state["inside"] is not None and not is_check)
+        if student and in_solution:
+            tags = [t for t in tags if t != "solution"] + ([STUB_TAG] if STUB_TAG not in tags else [])
+            role = "stub" if _defines(source) else "answer"
+            meta = {"tags": tags, **_exercise_meta(label, role)}
+            cells.append(Cell("code", stub_code(source, label or "solution", _title(ctx, label)), meta))
+        elif in_solution:     # the Colab notebook: the reference solution, marked for the assignment tools
+            cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "solution")}))
+        elif is_check and label:
+            cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "check")}))
+        else:
+            cells.append(Cell("code", source, meta))
+    if state["inside"] is not None:
+        raise ValueError(f"{{solution-start}} {state['inside']} has no {{solution-end}}")
+    cells = _split_glue(cells)
+    metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                "language_info": {"name": "python"},
+                "ncbook": {("student_version_of" if student else "reader_version_of"): md_path.relative_to(root).as_posix(),
+                           "generated_by": "tools/student_notebooks.py"}}
+    return cells, metadata
+
+
+def _notebook(cells: list[Cell], metadata: dict) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(metadata=metadata)
+    for i, cell in enumerate(cells):
+        make = nbformat.v4.new_markdown_cell if cell.kind == "markdown" else nbformat.v4.new_code_cell
+        new = make(cell.source, metadata=copy.deepcopy(cell.metadata))
+        new["id"] = f"cell-{i:03d}"
+        nb.cells.append(new)
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    return nb
+
+
+def colab_notebook(md_path: Path | str, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The Colab/Jupyter notebook of the chapter ``md_path`` (with solutions), without outputs."""
+    return _notebook(*_reader_cells(Path(md_path), False, root))
+
+
+def student_notebook(md_path: Path | str, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The student notebook of the chapter ``md_path``: solutions stubbed, exercise cells tagged."""
+    return _notebook(*_reader_cells(Path(md_path), True, root))
+
+
+def notebook_text(nb: nbformat.NotebookNode) -> str:
+    """Deterministic JSON text of ``nb`` (sorted keys, one-space indent, final newline)."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def generate(root: Path = ROOT, student_dir: Path | None = None) -> dict[Path, str]:
+    """Map of output path -> text for every chapter in ``root``'s TOC (book/ Colab and student/)."""
+    student_dir = student_dir or root / "student"
+    out = {}
+    for p in toc_chapters(root):
+        out[p.with_suffix(".ipynb")] = notebook_text(colab_notebook(p, root))
+        if re.search(r"^(`{3,}|:{3,})\{exercise\}", p.read_text(), re.M):   # a chapter with exercises
+            out[student_dir / f"{p.stem}.ipynb"] = notebook_text(student_notebook(p, root))
+    return out
+
+
+def _orphans(root: Path, student_dir: Path, fresh: dict[Path, str]) -> list[Path]:
+    found = set(student_dir.glob("*.ipynb")) if student_dir.exists() else set()
+    found |= set((root / "book").glob("*.ipynb"))
+    return sorted(found - set(fresh))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if student/ differs from a fresh generation")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a notebook is stale, missing or orphaned")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (holds _toc.yml)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: <root>/student)")
+    parser.add_argument("--out", type=Path, default=None, help="student folder (default: <root>/student)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
-    out_dir = (args.out or root / "student").resolve()
-    fresh = generate(root, out_dir)
+    _book.cache_clear()
+    student_dir = (args.out or root / "student").resolve()
+    fresh = generate(root, student_dir)
+    orphans = _orphans(root, student_dir, fresh)
+    rel = lambda p: p.relative_to(root) if p.is_relative_to(root) else p  # noqa: E731
     if args.check:
         stale = [p for p, text in fresh.items() if not p.exists() or p.read_text() != text]
-        extra = sorted(set(out_dir.glob("*.ipynb")) - set(fresh)) if out_dir.exists() else []
         for p in stale:
-            print(f"stale student notebook: {p.relative_to(root)} (missing or out of date)", file=sys.stderr)
-        for p in extra:
-            print(f"stale student notebook: {p.relative_to(root)} (its chapter is not in _toc.yml)", file=sys.stderr)
-        if stale or extra:
+            print(f"stale reader notebook: {rel(p)} (missing or out of date)", file=sys.stderr)
+        for p in orphans:
+            print(f"orphaned reader notebook: {rel(p)} (its chapter is not in _toc.yml)", file=sys.stderr)
+        if stale or orphans:
             print("regenerate with: python3 tools/student_notebooks.py", file=sys.stderr)
             return 1
-        print(f"student notebooks up to date ({len(fresh)} chapters)")
+        print(f"reader notebooks up to date ({len(fresh)} files)")
         return 0
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for p in sorted(set(out_dir.glob("*.ipynb")) - set(fresh)):
+    student_dir.mkdir(parents=True, exist_ok=True)
+    for p in orphans:
         p.unlink()
     for p, text in fresh.items():
         if not p.exists() or p.read_text() != text:
             p.write_text(text)
-    print(f"wrote {len(fresh)} student notebooks to {out_dir.relative_to(root) if out_dir.is_relative_to(root) else out_dir}")
+    print(f"wrote {len(fresh)} reader notebooks (book/ and {rel(student_dir)}/)")
     return 0
 
 

@@ -7,7 +7,7 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ._core import _np, new_axes
+from ._core import LEGEND_FONTSIZE, _np, new_axes
 
 __all__ = ["class_means_circle", "collapse_curves"]
 
@@ -40,7 +40,7 @@ def class_means_circle(means, ax=None, *, class_probs=None, labels: Sequence[str
     ax.scatter(m[:, 0], m[:, 1], s=sizes, c=[f"C{i}" for i in range(len(m))], zorder=3)
     names = labels if labels is not None else [f"class {i}" for i in range(len(m))]
     for (px, py), name in zip(m, names):
-        ax.annotate(name, (px, py), textcoords="offset points", xytext=(8, 6), fontsize=8)
+        ax.annotate(name, (px, py), textcoords="offset points", xytext=(8, 6), fontsize=LEGEND_FONTSIZE)
     ax.set_aspect("equal")
     ax.set_xlim(-1.35, 1.35)
     ax.set_ylim(-1.35, 1.35)
@@ -83,5 +83,5 @@ def collapse_curves(x, curves: Mapping[str, Sequence[float]], ax=None, *, hlines
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=LEGEND_FONTSIZE)
     return ax

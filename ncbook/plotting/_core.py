@@ -11,6 +11,38 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+#: colour-blind-safe qualitative palette (Paul Tol's "muted" scheme, then dark grey): one colour per
+#: method, distinct for up to 10 methods in one chart
+PALETTE = ("#332288", "#CC6677", "#117733", "#DDCC77", "#88CCEE", "#882255", "#44AA99", "#999933",
+           "#AA4499", "#555555")
+#: hatches that tell methods apart beyond len(PALETTE)
+HATCHES = ("", "//", "..", "xx")
+#: smallest legend and annotation font size, in points
+LEGEND_FONTSIZE = 9
+
+
+def method_colors(n: int) -> list[str]:
+    """``n`` colours from :data:`PALETTE` (cycled beyond 10; pair with :data:`HATCHES` there)."""
+    return [PALETTE[i % len(PALETTE)] for i in range(n)]
+
+
+def legend_outside(ax, **kwargs):
+    """A legend to the right of ``ax``, outside the data area, at :data:`LEGEND_FONTSIZE`."""
+    kwargs.setdefault("fontsize", LEGEND_FONTSIZE)
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False, **kwargs)
+
+
+def _apply_style() -> None:
+    """Readable defaults for every figure of the book: legends >= 9 pt and the palette above."""
+    from cycler import cycler
+
+    plt.rcParams.update({"legend.fontsize": LEGEND_FONTSIZE, "legend.title_fontsize": LEGEND_FONTSIZE,
+                         "axes.prop_cycle": cycler(color=list(PALETTE)), "font.size": 10,
+                         "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9})
+
+
+_apply_style()
+
 __all__ = ["gram_heatmap", "gram_panels", "metric_curves", "per_class_bars", "geometry_2d", "new_axes"]
 
 
@@ -38,7 +70,7 @@ def gram_heatmap(g, ax=None, *, title: str | None = None, vmin: float = -1.0, vm
     if annotate or (annotate is None and c <= 10):
         for i in range(c):
             for j in range(c):
-                ax.text(j, i, f"{g[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{g[i, j]:.2f}", ha="center", va="center", fontsize=LEGEND_FONTSIZE,
                         color="white" if abs(g[i, j]) > 0.6 * max(abs(vmin), abs(vmax)) else "black")
     ticks = range(c) if c <= 20 else []
     ax.set_xticks(list(ticks))
@@ -77,7 +109,7 @@ def metric_curves(history, keys: Sequence[str], ax=None, *, x: str = "epoch", lo
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel or x)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=LEGEND_FONTSIZE)
     if title:
         ax.set_title(title)
     return ax
@@ -132,5 +164,5 @@ def geometry_2d(points, ax=None, *, labels: Sequence[str] | None = None, arrows:
         ax.set_title(title)
     if other_label and others is not None:
         ax.plot([], [], "k--", label=other_label)
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=LEGEND_FONTSIZE, loc="lower right")
     return ax

@@ -4,7 +4,7 @@ embeddings aligned to their labels."""
 from __future__ import annotations
 
 from ..geometry import procrustes_align
-from ._core import _np, new_axes
+from ._core import LEGEND_FONTSIZE, _np, new_axes
 
 __all__ = ["lambda_min_curve", "procrustes_scatter"]
 
@@ -28,7 +28,7 @@ def lambda_min_curve(betas, values, ax=None, *, label: str | None = None, title:
     ax.set_xlabel(r"shift $\beta$")
     ax.set_ylabel(r"$\lambda_{\min}(K(\beta))$")
     if label:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=LEGEND_FONTSIZE)
     if title:
         ax.set_title(title)
     return ax
@@ -59,7 +59,7 @@ def procrustes_scatter(z, y, ax=None, *, color=None, title: str | None = None):
     ax.scatter(ys[:, 0], ys[:, 1], c=c, marker="o", s=14, cmap="viridis", label="labels", zorder=2)
     ax.scatter(zs[:, 0], zs[:, 1], c=c, marker="x", s=14, cmap="viridis", label="embedding", zorder=3)
     ax.set_aspect("equal")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=LEGEND_FONTSIZE, loc="lower right")
     if title:
         ax.set_title(title)
     return ax

@@ -6,7 +6,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ._core import _np, new_axes
+from ._core import LEGEND_FONTSIZE, _np, legend_outside, method_colors, new_axes
 
 __all__ = ["group_accuracy_bars", "variability_scatter"]
 
@@ -34,7 +34,7 @@ def variability_scatter(variability, accuracy, ax=None, *, labels: Sequence[str]
     ax.scatter(v, a, s=30, color="C0")
     names = [str(i) for i in range(v.size)] if labels is None else list(labels)
     for x, y, name in zip(v, a, names):
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=LEGEND_FONTSIZE)
     r = float(np.corrcoef(v, a)[0, 1]) if v.size > 1 else float("nan")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -65,15 +65,16 @@ def group_accuracy_bars(table: Mapping[str, Mapping[str, float]], ax=None, *,
     ax = new_axes(ax, figsize=(6.5, 3.6))
     width = 0.8 / len(methods)
     x = np.arange(len(groups))
+    colors = method_colors(len(methods))
     for i, m in enumerate(methods):
         vals = [table[m][g] for g in groups]
         err = None if errors is None else [errors[m][g] for g in groups]
-        ax.bar(x + (i - (len(methods) - 1) / 2) * width, vals, width, yerr=err, label=m, capsize=2)
+        ax.bar(x + (i - (len(methods) - 1) / 2) * width, vals, width, yerr=err, label=m, capsize=2, color=colors[i])
     ax.set_xticks(x, groups)
     ax.set_ylabel("mean per-class accuracy")
     if ylim is not None:
         ax.set_ylim(*ylim)
-    ax.legend(fontsize=8, ncol=min(len(methods), 3))
+    legend_outside(ax)
     if title:
         ax.set_title(title)
     return ax

@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ._core import new_axes
+from ._core import HATCHES, LEGEND_FONTSIZE, PALETTE, legend_outside, method_colors, new_axes
 
 __all__ = ["class_loss_curves", "grouped_bars", "weight_paths"]
 
@@ -44,7 +44,7 @@ def class_loss_curves(class_losses, ax=None, *, x=None, counts: Sequence[int] | 
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=6, ncol=2, title="class", title_fontsize=7)
+    ax.legend(fontsize=LEGEND_FONTSIZE, ncol=2, title="class", title_fontsize=LEGEND_FONTSIZE)
     if title:
         ax.set_title(title)
     return ax
@@ -71,7 +71,7 @@ def weight_paths(alphas, weights, ax=None, *, prior=None, title: str | None = No
     ax.set_xscale("log")
     ax.set_xlabel(r"$\alpha$")
     ax.set_ylabel(r"$w_c^*$")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=LEGEND_FONTSIZE)
     if title:
         ax.set_title(title)
     return ax
@@ -92,7 +92,7 @@ def grouped_bars(values: Mapping[str, Sequence[float]], groups: Sequence[str], a
     names = list(values)
     ax = new_axes(ax, figsize=(8, 3.6))
     width = 0.8 / max(len(names), 1)
-    colors = plt.cm.tab10(np.arange(len(names)) % 10)
+    colors = method_colors(len(names))
     base = np.arange(len(groups))
     for i, name in enumerate(names):
         v = np.asarray(values[name], dtype=float)
@@ -100,11 +100,11 @@ def grouped_bars(values: Mapping[str, Sequence[float]], groups: Sequence[str], a
             raise ValueError(f"values[{name!r}] must have {len(groups)} entries; got {v.shape}.")
         err = None if errors is None else np.asarray(errors[name], dtype=float)
         ax.bar(base + (i - (len(names) - 1) / 2) * width, v, width, yerr=err, label=name, color=colors[i],
-               capsize=1.5, error_kw={"lw": 0.6})
+               hatch=HATCHES[(i // len(PALETTE)) % len(HATCHES)], capsize=1.5, error_kw={"lw": 0.6})
     ax.set_xticks(base)
     ax.set_xticklabels(groups)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7, ncol=min(len(names), 5), loc="lower left")
+    legend_outside(ax)
     if title:
         ax.set_title(title)
     return ax

@@ -58,11 +58,11 @@ def seli_norm_bars(classifiers, means, ax=None, *, counts=None, title: str | Non
     ax.bar(x + 0.2, h / h.max(), width=0.4, label=r"$\|h_c\|$")
     ax.set_xticks(x)
     if counts is not None:
-        ax.set_xticklabels([f"{i}\n({int(n)})" for i, n in enumerate(counts)], fontsize=7)
+        ax.set_xticklabels([f"{i}\n({int(n)})" for i, n in enumerate(counts)], fontsize=9)
     ax.set_xlabel("class (count)" if counts is not None else "class")
     ax.set_ylabel("norm / largest")
     ax.set_ylim(0, 1.35)
-    ax.legend(fontsize=8, loc="upper center", ncol=2)
+    ax.legend(fontsize=9, loc="upper center", ncol=2)
     if title:
         ax.set_title(title)
     return ax
@@ -88,7 +88,7 @@ def curves(x, ys: Mapping[str, Sequence[float]], ax=None, *, logx: bool = False,
         ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return ax
 
 
