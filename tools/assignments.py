@@ -36,12 +36,12 @@ import builtins
 import copy
 import csv
 import importlib.util
-import inspect
 import json
 import re
+import shutil
 import subprocess
 import sys
-import textwrap
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -288,6 +288,12 @@ def _slice_exercises(cells, needed_sources: list[str]) -> list:
     return [title] + list(reversed(keep)) + tail
 
 
+def _question_config(q: Question, hidden: dict[str, list[str]]) -> dict:
+    if q.manual:
+        return {"name": q.name, "manual": True, "points": q.points}
+    return {"name": q.name, "points": [q.public_points] + [q.hidden_points] * len(_hidden_for(q.name, hidden))}
+
+
 def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: bool = True,
                     hidden_dir: Path = HIDDEN_DIR) -> tuple[nbformat.NotebookNode, list[Question]]:
     """The otter-grader master notebook of a chapter, and its questions."""
@@ -322,16 +328,19 @@ def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: b
               "tests": {"files": False, "ok_format": True}, "show_question_points": True}
     out = [_raw("# ASSIGNMENT CONFIG\n" + json.dumps(config, indent=1))]
     used = {lab: 0 for lab in labels}
+    prompts = {lab: first[lab] - 1 for lab in labels
+               if first[lab] > 0 and cells[first[lab] - 1].cell_type == "markdown"
+               and re.search(rf":label:\s*{re.escape(lab)}\b", cells[first[lab] - 1].source)}
     for i, cell in enumerate(cells):
         meta = _meta(cell)
         label = meta.get("exercise")
+        opening = next((lab for lab, j in prompts.items() if j == i), None)
+        if opening:
+            out.append(_raw("# BEGIN QUESTION\n" + json.dumps(_question_config(questions[opening], hidden))))
         if label and i == first[label]:
-            q = questions[label]
-            conf = {"name": label, "points": q.points if q.manual else [q.public_points] + [q.hidden_points] * len(_hidden_for(label, hidden))}
-            if q.manual:
-                conf["manual"] = True
-            out += [_raw("# BEGIN QUESTION\n" + json.dumps(conf)), _raw("# BEGIN PROMPT"), _raw("# END PROMPT"),
-                    _raw("# BEGIN SOLUTION")]
+            if label not in prompts:
+                out.append(_raw("# BEGIN QUESTION\n" + json.dumps(_question_config(questions[label], hidden))))
+            out += [_raw("# BEGIN PROMPT"), _raw("# END PROMPT"), _raw("# BEGIN SOLUTION")]
         if meta.get("role") == "stub":
             sol = solutions.get(label, Solution()).code
             if used[label] >= len(sol):
@@ -411,8 +420,12 @@ def autograder_zip(folder: Path) -> Path:
     return zips[-1]
 
 
-def grade(chapter: str, submissions: Path, out: Path, *, build_dir: Path | None = None) -> list[dict]:
-    """Grade every notebook in ``submissions``; write the scores CSV ``out``; return its rows."""
+def grade(chapter: str, submissions: Path, out: Path, *, build_dir: Path | None = None,
+          executed: Path | None = None) -> list[dict]:
+    """Grade every notebook in ``submissions``; write the scores CSV ``out``; return its rows.
+
+    ``executed``: a folder where each graded notebook is saved as it ran (outputs, errors, test results).
+    """
     import otter.api
 
     stem = _chapter_path(chapter).stem
@@ -423,7 +436,13 @@ def grade(chapter: str, submissions: Path, out: Path, *, build_dir: Path | None 
     zip_path = autograder_zip(build_dir).resolve()
     rows = []
     for nb_path in sorted(Path(submissions).glob("*.ipynb")):
-        results = otter.api.grade_submission(str(nb_path.resolve()), str(zip_path), quiet=True)
+        with tempfile.TemporaryDirectory() as tmp:  # otter's init cell opens the notebook by the assignment's name
+            named = Path(tmp) / f"{stem}.ipynb"
+            shutil.copy(nb_path, named)
+            results = otter.api.grade_submission(str(named), str(zip_path), quiet=True)
+        if executed is not None:
+            Path(executed).mkdir(parents=True, exist_ok=True)
+            nbformat.write(results.notebook, Path(executed) / nb_path.name)
         row = {"submission": nb_path.name}
         for name in auto:
             row[name] = results.get_score(name) if name in results.test_files else 0
@@ -453,13 +472,14 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("submissions", type=Path, help="folder of submitted .ipynb files")
     g.add_argument("--out", type=Path, default=Path("scores.csv"), help="scores CSV (default: scores.csv)")
     g.add_argument("--build", type=Path, default=None, help="the assignment folder (default: assignments/build/<chapter>)")
+    g.add_argument("--executed", type=Path, default=None, help="save each graded notebook, as it ran, in this folder")
     args = parser.parse_args(argv)
     if args.command == "build":
         out = build(args.chapter, args.out, exercises_only=args.exercises_only, run_tests=not args.no_run_tests)
         student = sorted((out / "student").glob("*.ipynb"))
         print(f"student notebook: {student[0] if student else '?'}\nautograder: {autograder_zip(out)}")
         return 0
-    rows = grade(args.chapter, args.submissions, args.out, build_dir=args.build)
+    rows = grade(args.chapter, args.submissions, args.out, build_dir=args.build, executed=args.executed)
     print(f"graded {len(rows)} submissions -> {args.out}")
     return 0
 
