@@ -86,7 +86,7 @@ def test_assignment_grades_solutions_stubs_and_a_planted_mistake(chapter, tmp_pa
     assert all(c.get("execution_count") is not None for c in code), "the untouched notebook did not run to the end"
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert all(o.ename == "NotImplementedError" for o in errors), [o.ename for o in errors]
-    checks = [c for c in code if re.search(r"\bcheck_\w+\(", c.source)]
+    checks = [c for c in code if c.source.startswith("from ncbook.exercises import check_")]
     assert checks and all("not implemented yet" in json.dumps(c.outputs) for c in checks)
     solved = nbformat.read(tmp_path / "executed" / "solutions.ipynb", as_version=4)
     assert not [o for c in solved.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
@@ -132,3 +132,56 @@ def test_assignment_adapter_tags_every_exercise_cell():
     assert ("ex-primer-1", "stub") in roles and ("ex-primer-1", "check") in roles
     assert ("ex-primer-2", "answer") in roles and ("ex-primer-4", "answer") in roles
     assert ("ex-primer-3", "check") not in roles
+
+
+def _solution_namespace(md: Path) -> dict:
+    """The chapter's solution functions, defined without running the chapter (cells that need more are skipped)."""
+    import math
+    import itertools
+
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    import ncbook
+    from ncbook import contrastive, geometry, losses, metrics, reweighting, ufm
+
+    ns = {"np": np, "torch": torch, "F": F, "math": math, "itertools": itertools, "ncbook": ncbook,
+          "contrastive": contrastive, "geometry": geometry, "losses": losses, "metrics": metrics,
+          "reweighting": reweighting, "ufm": ufm}
+    for solution in tool.chapter_solutions(md).values():
+        for source in solution.code:
+            try:
+                exec(compile(source, md.name, "exec"), ns)
+            except Exception:  # a solution cell that also uses the chapter's variables: its defs ran first
+                pass
+    return ns
+
+
+HIDDEN = sorted(p.stem for p in (ROOT / "assignments" / "hidden").glob("*.py"))
+
+
+@pytest.mark.parametrize("chapter", HIDDEN)
+def test_assignment_hidden_tests_pass_the_solutions_and_fail_a_stub(chapter):
+    md = ROOT / "book" / f"{chapter}.md"
+    tests, _ = tool.hidden_tests(chapter)
+    ns = _solution_namespace(md)
+    student = tool.student_notebook(md)
+    checked = {}
+    for cell in student.cells:
+        meta = cell.metadata.get("ncbook", {})
+        if meta.get("role") == "check" and (m := tool._CHECK_CALL.search(cell.source)):
+            checked[meta["exercise"]] = m.group(2)
+    assert checked and set(checked) == {name.split("__")[0].replace("_", "-") for name in tests}, \
+        "every checked exercise has hidden tests, and every hidden test an exercise"
+
+    def stub(**kwargs):
+        raise NotImplementedError
+
+    for label, function in checked.items():
+        for name, source in tool._hidden_for(label, tests):
+            env = dict(ns)
+            exec(source, env)
+            env[name](ns[function])  # the chapter's solution passes
+            with pytest.raises(NotImplementedError):
+                env[name](stub)
