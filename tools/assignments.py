@@ -327,7 +327,7 @@ def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: b
               "run_tests": run_tests, "solutions_pdf": False, "generate": {"pdf": False},
               "tests": {"files": False, "ok_format": True}, "show_question_points": True}
     out = [_raw("# ASSIGNMENT CONFIG\n" + json.dumps(config, indent=1))]
-    used = {lab: 0 for lab in labels}
+    used, answered = {lab: 0 for lab in labels}, set()
     prompts = {lab: first[lab] - 1 for lab in labels
                if first[lab] > 0 and cells[first[lab] - 1].cell_type == "markdown"
                and re.search(rf":label:\s*{re.escape(lab)}\b", cells[first[lab] - 1].source)}
@@ -351,7 +351,9 @@ def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: b
             kept = copy.deepcopy(cell)
             kept.metadata.setdefault("tags", []).append("otter_include")
             out.append(kept)
-            out += [nbformat.v4.new_markdown_cell(text) for text in solutions.get(label, Solution()).markdown[:1]]
+            if label not in answered:  # the instructor's answer (removed from the student notebook) follows the prompt
+                answered.add(label)
+                out += [nbformat.v4.new_markdown_cell(text) for text in solutions.get(label, Solution()).markdown]
         elif meta.get("role") == "check":
             out.append(_raw("# END SOLUTION"))
             out.append(cell)
