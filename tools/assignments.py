@@ -124,7 +124,8 @@ def chapter_solutions(md_path: Path) -> dict[str, Solution]:
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "code":
             if (inside or "solution" in tags) and not _CHECK_CALL.search(cell.source):
-                label = inside or _STUB_LABEL.pattern  # a tagged cell outside a region has no label
+                name = re.search(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", cell.source, re.M)
+                label = inside or (f"write {name.group(1)}" if name else "solution")  # the generator's label
                 out.setdefault(label, Solution()).code.append(cell.source)
             continue
         if cell.cell_type != "markdown":
