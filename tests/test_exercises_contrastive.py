@@ -35,7 +35,16 @@ def test_ucl_collapse_k1():
 
 
 def test_means_from_gram():
-    assert check_means_from_gram(class_means_from_gram)
+    def by_eigh(gram):
+        vals, vecs = np.linalg.eigh(gram)
+        return vecs * np.sqrt(np.clip(vals, 0, None))
+
+    assert check_means_from_gram(by_eigh)
+    assert "itself" in check_means_from_gram(class_means_from_gram).message
+    res = check_means_from_gram(lambda gram: class_means_from_gram(gram))
+    assert not res and "calls ncbook.contrastive.class_means_from_gram" in res.message
+    res = check_means_from_gram(lambda a: by_eigh(a))
+    assert not res and "(gram)" in res.message and "(a)" in res.message
 
     def no_sqrt(gram):
         vals, vecs = np.linalg.eigh(gram)

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from ncbook.dgp import euclidean_dgp
+from ncbook.losses import w_info_nce
 from ncbook.exercises import check_euclidean_shift, check_simplex_epsilon, check_w_info_nce
 
 torch.set_num_threads(1)
@@ -44,6 +45,8 @@ def naive_exp(z, weights, tau):
 
 def test_check_w_info_nce():
     assert check_w_info_nce(reference_w_info_nce)
+    res = check_w_info_nce(lambda z, weights, tau: w_info_nce(z, weights, tau=tau))
+    assert not res and "calls ncbook.losses.w_info_nce" in res.message
     res = check_w_info_nce(diagonal_kept)
     assert not res and "expected" in res.message
     res = check_w_info_nce(naive_exp)
@@ -57,7 +60,8 @@ def test_check_simplex_epsilon():
 
 
 def test_check_euclidean_shift():
-    assert check_euclidean_shift(lambda weights, tau: euclidean_dgp(weights, tau).shift)
+    res = check_euclidean_shift(lambda weights, tau: euclidean_dgp(weights, tau).shift)
+    assert not res and "calls ncbook.dgp.euclidean_dgp" in res.message
     def complement(weights, tau):
         w = np.asarray(weights, dtype=float)
         n = len(w)

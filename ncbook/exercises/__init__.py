@@ -1,8 +1,13 @@
 """Autograder checks: one ``check_<name>(student_function)`` per coding exercise.
 
 Each check calls the student's function on random and edge inputs, compares it with
-the reference implementation in :mod:`ncbook` and returns a :class:`CheckResult`
-(truthy when passed; its message names the failing input, expected and received).
+the reference implementation in :mod:`ncbook` and returns a :class:`CheckResult`:
+truthy when passed; its message names the failing input, expected and received values
+(matrices on aligned lines, infinities and NaN compared by position), a parameter list
+that does not match the exercise, or a function that merely calls the :mod:`ncbook`
+function the exercise asks for. ``check_x(f).assert_passed()`` raises ``AssertionError``
+with that message (pytest, and the otter-grader tests built by ``tools/assignments.py``).
+A stub that raises ``NotImplementedError`` is reported as "not implemented yet".
 """
 
 from ._core import CheckResult

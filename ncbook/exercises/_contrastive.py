@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contrastive import cl_risk, collapse_threshold, optimal_gram
-from ._core import CheckResult, run_cases
+from ..contrastive import class_means_from_gram, cl_risk, collapse_threshold, optimal_gram
+from ._core import CheckResult, _signature_problem, run_cases
 
 __all__ = ["check_multiset_risk", "check_ucl_collapse_k1", "check_means_from_gram"]
 
@@ -31,14 +31,14 @@ def check_multiset_risk(student) -> CheckResult:
     (InfoNCE, positives at cosine 1, UCL collisions included)."""
     return run_cases("multiset_risk", student,
                      lambda gram, class_probs, k, setting, t: cl_risk(gram, class_probs, k, setting=setting, t=t),
-                     _risk_cases(), atol=1e-9, rtol=1e-9)
+                     _risk_cases(), atol=1e-9, rtol=1e-9, forbid=(cl_risk,))
 
 
 def check_ucl_collapse_k1(student) -> CheckResult:
     """Check ``student(t) -> float``, the exact UCL collapse point at ``k = 1``, for several temperatures."""
     cases = ({"t": t} for t in (0.25, 0.5, 1.0, 2.0, 5.0))
     return run_cases("ucl_collapse_k1", student, lambda t: collapse_threshold(1, setting="ucl", t=t), cases,
-                     atol=1e-8, rtol=1e-8)
+                     atol=1e-8, rtol=1e-8, forbid=(collapse_threshold,))
 
 
 def check_means_from_gram(student) -> CheckResult:
@@ -57,7 +57,13 @@ def check_means_from_gram(student) -> CheckResult:
 
     if not callable(student):
         return CheckResult("means_from_gram", False, f"expected a function; got {type(student).__name__}.")
-    res = run_cases("means_from_gram", wrapped, lambda gram: gram, cases(), atol=1e-7, rtol=1e-7)
+    if problem := _signature_problem(student, {"gram": None}):
+        return CheckResult("means_from_gram", False, problem)
+    if student is class_means_from_gram:
+        return CheckResult("means_from_gram", False, "this is ncbook.contrastive.class_means_from_gram itself; "
+                                                     "the exercise is to write it yourself.")
+    res = run_cases("means_from_gram", wrapped, lambda gram: gram, cases(), atol=1e-7, rtol=1e-7,
+                    forbid=(class_means_from_gram,))
     if not res.passed and "expected" in res.message:
         return CheckResult(res.name, False, res.message + " (the check compares means @ means.T with gram)")
     return res

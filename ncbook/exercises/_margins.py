@@ -27,7 +27,8 @@ def check_mr2_margins(student) -> CheckResult:
     Cases: the spec's reference values, equal statistics (every margin must be
     ``c_bar``), and random statistics with ``c_bar`` 0.5 and 2.
     """
-    return run_cases("mr2_margins", student, lambda **kw: mr2_margins(**kw), _margin_cases(), atol=1e-7)
+    return run_cases("mr2_margins", student, lambda **kw: mr2_margins(**kw), _margin_cases(), atol=1e-7,
+                     forbid=(mr2_margins,))
 
 
 def _ce_cases():
@@ -49,7 +50,8 @@ def check_margin_cross_entropy(student) -> CheckResult:
     with random margins (only the true class's margin may be used).
     """
     return run_cases("margin_cross_entropy", student,
-                     lambda **kw: margin_cross_entropy(**kw, reduction="none"), _ce_cases(), atol=1e-7)
+                     lambda **kw: margin_cross_entropy(**kw, reduction="none"), _ce_cases(), atol=1e-7,
+                     forbid=(margin_cross_entropy,))
 
 
 def _rep_cases():
@@ -70,4 +72,5 @@ def check_representation_margin_loss(student) -> CheckResult:
     and not turned into NaN.
     """
     return run_cases("representation_margin_loss", student,
-                     lambda **kw: representation_margin_loss(**kw), _rep_cases(), atol=1e-7)
+                     lambda **kw: representation_margin_loss(**kw), _rep_cases(), atol=1e-7,
+                     forbid=(representation_margin_loss,))

@@ -47,7 +47,8 @@ def check_inverse_weights(student: Callable) -> CheckResult:
     def reference(class_losses, prior, alpha):
         return inverse_weights(class_losses, prior=prior, alpha=alpha, eps=0.0)
 
-    return run_cases("inverse_weights", student, reference, cases, atol=1e-6, rtol=1e-6)
+    return run_cases("inverse_weights", student, reference, cases, atol=1e-6, rtol=1e-6,
+                     forbid=(inverse_weights,))
 
 
 def check_macro_factors(student: Callable) -> CheckResult:
@@ -61,7 +62,8 @@ def check_macro_factors(student: Callable) -> CheckResult:
     for _ in range(3):
         cases.append({"batch_counts": torch.as_tensor(rng.integers(0, 50, int(rng.integers(2, 9))).astype(float)),
                       "gamma": float(rng.uniform(0.0, 2.0))})
-    return run_cases("macro_factors", student, lambda batch_counts, gamma: macro_factors(batch_counts, gamma), cases)
+    return run_cases("macro_factors", student, lambda batch_counts, gamma: macro_factors(batch_counts, gamma), cases,
+                     forbid=(macro_factors,))
 
 
 def check_effective_number_weights(student: Callable) -> CheckResult:
@@ -73,7 +75,8 @@ def check_effective_number_weights(student: Callable) -> CheckResult:
         {"counts": torch.tensor([124, 80, 51, 33, 21, 14, 9, 5, 3, 2]), "beta": 0.9},
     ]
     return run_cases("effective_number_weights", student,
-                     lambda counts, beta: effective_number_weights(counts, beta), cases, atol=1e-6, rtol=1e-6)
+                     lambda counts, beta: effective_number_weights(counts, beta), cases, atol=1e-6, rtol=1e-6,
+                     forbid=(effective_number_weights,))
 
 
 def check_loss_imbalance(student: Callable) -> CheckResult:
@@ -81,7 +84,8 @@ def check_loss_imbalance(student: Callable) -> CheckResult:
     rng = np.random.default_rng(2)
     cases = [{"class_losses": torch.tensor([1.0, 3.0])}, {"class_losses": torch.tensor([2.0, 2.0, 2.0])}]
     cases += [{"class_losses": torch.as_tensor(rng.uniform(0.01, 4.0, int(rng.integers(2, 12))))} for _ in range(3)]
-    return run_cases("loss_imbalance", student, lambda class_losses: loss_imbalance(class_losses), cases)
+    return run_cases("loss_imbalance", student, lambda class_losses: loss_imbalance(class_losses), cases,
+                     forbid=(loss_imbalance,))
 
 
 def check_balanced_batch_loss(student: Callable) -> CheckResult:
@@ -104,4 +108,5 @@ def check_balanced_batch_loss(student: Callable) -> CheckResult:
         assert torch.allclose(out, inverse_reweighted_ce(logits, labels, clamp=None, eps=0.0))
         return out
 
-    return run_cases("balanced_batch_loss", student, reference, cases, atol=1e-8, rtol=1e-8)
+    return run_cases("balanced_batch_loss", student, reference, cases, atol=1e-8, rtol=1e-8,
+                     forbid=(inverse_reweighted_ce,))

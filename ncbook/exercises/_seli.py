@@ -30,7 +30,7 @@ def check_sel_matrix(student) -> CheckResult:
     (the SEL matrix still has ``C`` rows) and random labels. Shape ``(C, n)``: one
     column per sample, as in the paper.
     """
-    return run_cases("sel_matrix", student, sel_matrix, _sel_cases(), atol=1e-10)
+    return run_cases("sel_matrix", student, sel_matrix, _sel_cases(), atol=1e-10, forbid=(sel_matrix,))
 
 
 def _gram_cases():
@@ -47,7 +47,7 @@ def check_seli_classifier_gram(student) -> CheckResult:
     long-tailed profile.
     """
     return run_cases("seli_classifier_gram", student, lambda counts: seli_geometry(counts).classifier_gram,
-                     _gram_cases(), atol=1e-8)
+                     _gram_cases(), atol=1e-8, forbid=(seli_geometry,))
 
 
 def _ratio_cases():
@@ -62,7 +62,8 @@ def check_minority_norm_ratio(student) -> CheckResult:
     ``C = 2`` (must be 1 for every ``R``).
     """
     return run_cases("minority_norm_ratio", student,
-                     lambda **kw: seli_step_closed_form(**kw)["w_norm_ratio"], _ratio_cases(), atol=1e-8)
+                     lambda **kw: seli_step_closed_form(**kw)["w_norm_ratio"], _ratio_cases(), atol=1e-8,
+                     forbid=(seli_step_closed_form,))
 
 
 def _ce_cases():
@@ -82,4 +83,4 @@ def check_log_mean_ce(student) -> CheckResult:
     CE underflows to 0 (``torch.log(F.cross_entropy(...))`` gives ``-inf`` there).
     """
     return run_cases("log_mean_ce", student, lambda logits, labels: log_mean_ce(logits, labels), _ce_cases(),
-                     atol=1e-8, rtol=1e-10)
+                     atol=1e-8, rtol=1e-10, forbid=(log_mean_ce,))
