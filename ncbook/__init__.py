@@ -7,6 +7,8 @@ Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
 :mod:`ncbook.train`, :mod:`ncbook.plotting` and :mod:`ncbook.exercises`.
 """
 
+from ._status import InaccurateSolutionWarning
+from ._status import SolverError
 from .profiles import data_root
 from .profiles import default_device
 from .profiles import profile
@@ -14,6 +16,8 @@ from .profiles import profile
 __version__ = "0.1.0"
 
 __all__ = [
+    "InaccurateSolutionWarning",
+    "SolverError",
     "data_root",
     "default_device",
     "profile",

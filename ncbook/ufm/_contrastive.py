@@ -17,13 +17,15 @@ unconstrained features", Sampling Theory, Signal Processing, and Data Analysis (
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from .._validation import check_counts, check_in, check_labels, check_matrix, check_positive
+from .._status import SolverError, settle_status
+from .._validation import check_counts, check_in, check_int, check_labels, check_matrix, check_positive
 from ..contrastive import negative_multisets
 
 __all__ = ["ContrastiveUFMResult", "contrastive_ufm_risk", "fit_contrastive_ufm"]
@@ -97,8 +99,9 @@ class ContrastiveUFMResult:
     class_gram : ndarray (C, C)
         Gram matrix of the (raw) class means; its diagonal is 1 exactly when each class collapsed.
     objective : float
-    status : str
-        ``"converged"`` (gradient below ``tol``) or ``"max_iter"``.
+    status : {"optimal", "inaccurate"}
+        ``"optimal"`` when the largest gradient entry fell below ``tol``; ``"inaccurate"``
+        (with an :class:`ncbook.InaccurateSolutionWarning`) when ``steps`` ran out first.
     iterations : int
     seconds : float
     """
@@ -140,10 +143,23 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0,
     Returns
     -------
     ContrastiveUFMResult
+
+    Raises
+    ------
+    ValueError
+        For bad counts, ``setting``, ``lr`` or ``steps``.
+    ncbook.SolverError
+        If a gradient turns non-finite.
+
+    Warns
+    -----
+    ncbook.InaccurateSolutionWarning
+        If ``steps`` run out before the gradient falls below ``tol``.
     """
     counts = check_counts(counts, min_classes=2)
     check_in("setting", setting, ("ucl", "scl"))
     lr = check_positive("lr", lr)
+    steps = check_int("steps", steps, 1)
     c = counts.size
     d = c if dim is None else int(dim)
     labels = torch.repeat_interleave(torch.arange(c), torch.as_tensor(counts))
@@ -151,16 +167,21 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0,
     v = torch.randn(labels.numel(), d, generator=gen, dtype=torch.float64)
     v = torch.nn.functional.normalize(v, dim=1).requires_grad_(True)
     tables = None if psi == "exp" else _sample_weights(labels, k, setting, torch.float64)
-    start, status, it = time.perf_counter(), "max_iter", 0
+    start, certified, it, gmax = time.perf_counter(), False, 0, float("nan")
     for it in range(1, steps + 1):
         loss = contrastive_ufm_risk(v, labels, k, setting=setting, t=t, psi=psi, _tables=tables)
         (g,) = torch.autograd.grad(loss, v)
-        if g.abs().max().item() < tol:
-            status = "converged"
+        gmax = g.abs().max().item()
+        if not math.isfinite(gmax):
+            raise SolverError(f"fit_contrastive_ufm: non-finite gradient at step {it}; lower lr.")
+        if gmax < tol:
+            certified = True
             break
         with torch.no_grad():
             v -= lr * g
             v.copy_(torch.nn.functional.normalize(v, dim=1))
+    status = settle_status(certified, solver="fit_contrastive_ufm",
+                           detail=f"largest gradient entry {gmax:.3g} >= tol {tol:.3g} after {it} steps; raise steps")
     h = torch.nn.functional.normalize(v.detach(), dim=1)
     means = torch.stack([h[labels == y].mean(0) for y in range(c)])
     return ContrastiveUFMResult(h.numpy(), labels.numpy(), (means @ means.T).numpy(), float(loss.detach()),
