@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validation import check_counts, check_in, check_labels, check_positive
+from ._validation import check_counts, check_in, check_int, check_labels, check_positive
 
 __all__ = [
     "DatasetUnavailableError",
@@ -89,10 +89,8 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, pro
     >>> int(long_tailed_counts(5000, 10, 100).sum())
     12406
     """
-    if isinstance(n_max, bool) or not isinstance(n_max, (int, np.integer)) or n_max < 1:
-        raise ValueError(f"n_max must be a positive integer; got {n_max!r}.")
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 1:
-        raise ValueError(f"num_classes must be a positive integer; got {num_classes!r}.")
+    n_max = check_int("n_max", n_max, 1)
+    num_classes = check_int("num_classes", num_classes, 1)
     check_positive("imbalance_ratio", imbalance_ratio)
     if imbalance_ratio < 1:
         raise ValueError(f"imbalance_ratio must be >= 1 (n_max / n_min); got {imbalance_ratio!r}.")

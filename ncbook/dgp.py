@@ -47,7 +47,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.sparse.csgraph import connected_components
 
-from ._validation import as_float64, check_positive, check_square, check_symmetric
+from ._validation import as_float64, check_int, check_positive, check_square, check_symmetric
 
 __all__ = ["DGPResult", "STATUSES", "euclidean_dgp", "spherical_dgp"]
 
@@ -106,8 +106,7 @@ def _check_inputs(weights, tau, dim):
         raise ValueError(f"weights must be non-negative; got minimum {w.min():.4g}.")
     check_symmetric("weights", w, atol=1e-10 * max(1.0, float(np.abs(w).max())))
     t = check_positive("tau", tau)
-    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1):
-        raise ValueError(f"dim must be an integer >= 1 (the embedding dimension d); got {dim!r}.")
+    check_int("dim", dim, 1, allow_none=True, what="the embedding dimension d")
     return w, t
 
 

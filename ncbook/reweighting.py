@@ -36,7 +36,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import check_counts, check_in, check_int, check_logits_labels, check_nonnegative, check_positive, check_reduction, reduce
+from ._validation import (
+    check_class_vector,
+    check_counts,
+    check_in,
+    check_int,
+    check_labels,
+    check_logits_labels,
+    check_nonnegative,
+    check_positive,
+    check_reduction,
+    reduce,
+)
 
 __all__ = [
     "batch_class_losses",
@@ -181,7 +192,23 @@ def batch_class_losses(losses: torch.Tensor, labels: torch.Tensor, num_classes: 
     Returns
     -------
     Tensor of shape (C,), same dtype as ``losses``.
+
+    Raises
+    ------
+    ValueError
+        If ``losses`` is not 1-D, ``labels`` has another length or a label is outside
+        ``[0, num_classes)``.
+    TypeError
+        If ``labels`` are not integers.
+
+    Examples
+    --------
+    >>> batch_class_losses(torch.tensor([1.0, 3.0, 2.0]), torch.tensor([0, 0, 2]), 3).tolist()
+    [2.0, nan, 2.0]
     """
+    num_classes = check_int("num_classes", num_classes, 1)
+    losses = _as_loss_tensor(losses, "losses")
+    labels = check_labels(labels, num_classes, n=losses.shape[0])
     sums, n_c = _class_sums(losses, labels, num_classes)
     return torch.where(n_c > 0, sums / n_c.clamp(min=1), torch.full_like(sums, float("nan")))
 
@@ -357,7 +384,8 @@ def inverse_reweighted_ce(
     ----------
     Wang et al. 2026, arXiv:2605.10047; official class ``IGRReweightCELoss``.
     """
-    n, c = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
+    n, c = logits.shape
     check_reduction(reduction)
     alpha = check_nonnegative("alpha", alpha)
     if clamp is not None:
@@ -448,9 +476,7 @@ class InverseReweightedCE(nn.Module):
         self.detach = bool(detach)
         self.eps = check_nonnegative("eps", eps)
         self.reduction = check_reduction(reduction)
-        if isinstance(switch_epoch, bool) or not isinstance(switch_epoch, (int, np.integer)) or switch_epoch < 0:
-            raise ValueError(f"switch_epoch must be an integer >= 0; got {switch_epoch!r}.")
-        self.switch_epoch = int(switch_epoch)
+        self.switch_epoch = check_int("switch_epoch", switch_epoch, 0)
         self.register_buffer("prior", prior_weights(c, prior, counts))
         self.register_buffer("batch_counts", torch.zeros(c, dtype=torch.float64))
         self.register_buffer("macro_weight", torch.ones(c, dtype=torch.float64))
@@ -468,9 +494,9 @@ class InverseReweightedCE(nn.Module):
             self.macro_weight.copy_(macro_factors(self.batch_counts, self.gamma))
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        logits, labels = check_logits_labels(logits, labels, self.num_classes)
         if not self.active:
             return F.cross_entropy(logits, labels, reduction=self.reduction)
-        check_logits_labels(logits, labels, self.num_classes)
         loss, present = _irce(
             logits, labels, self.prior.to(logits), self.alpha, self.macro_weight.to(logits),
             self.detach, self.clamp, self.eps, self.reduction,
@@ -491,20 +517,18 @@ def _class_sums(values, labels, num_classes):
     return sums, n_c
 
 
-def _as_loss_tensor(x):
+def _as_loss_tensor(x, name="class_losses"):
     if isinstance(x, torch.Tensor):
         t = x if x.is_floating_point() else x.double()
     else:
         t = torch.as_tensor(np.asarray(x, dtype=np.float64))
     if t.ndim != 1 or t.numel() == 0:
-        raise ValueError(f"class_losses must be a non-empty 1-D array of shape (C,); got shape {tuple(t.shape)}.")
+        raise ValueError(f"{name} must be a non-empty 1-D array of shape ({'C' if name == 'class_losses' else 'n'},); "
+                         f"got shape {tuple(t.shape)}.")
     return t
 
 
 def _as_factor(x, c):
-    t = x.detach().double() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
-    if t.shape != (c,) or not torch.isfinite(t).all() or (t < 0).any():
-        raise ValueError(f"macro must be {c} finite factors >= 0; got {t.tolist()}.")
-    return t
+    return check_class_vector("macro", x, c)
 
 

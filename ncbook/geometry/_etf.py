@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from scipy.spatial import procrustes
 
-from .._validation import as_float64, check_matrix
+from .._validation import as_float64, check_int, check_matrix
 
 __all__ = ["simplex_etf", "etf_gram", "gram", "cosine_matrix", "frobenius_distance", "procrustes_align", "procrustes_r2"]
 
@@ -35,9 +35,7 @@ def etf_gram(num_classes: int) -> np.ndarray:
     ----------
     Papyan, Han, Donoho, "Prevalence of neural collapse ...", PNAS 2020, Definition 1.
     """
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer >= 2; got {num_classes!r}.")
-    c = int(num_classes)
+    c = check_int("num_classes", num_classes, 2)
     return (np.eye(c) - np.ones((c, c)) / c) * c / (c - 1)
 
 
@@ -76,8 +74,7 @@ def simplex_etf(num_classes: int, dim: int | None = None, *, seed: int | None = 
     g = etf_gram(num_classes)
     c = g.shape[0]
     d = c - 1 if dim is None else dim
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < c - 1:
-        raise ValueError(f"dim must be an integer >= num_classes - 1 = {c - 1}; got {dim!r}.")
+    d = check_int("dim", d, c - 1, what=f"num_classes - 1 = {c - 1}")
     vals, vecs = np.linalg.eigh(g)
     top = vecs[:, 1:] * np.sqrt(np.clip(vals[1:], 0, None))  # (C, C-1): drop the zero eigenvalue
     out = np.zeros((c, int(d)))

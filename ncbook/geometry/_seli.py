@@ -237,10 +237,7 @@ def seli_distances(classifiers, means, counts) -> dict:
 
 
 def _check_groups(num_majority, num_minority) -> tuple[int, int]:
-    for name, k in (("num_majority", num_majority), ("num_minority", num_minority)):
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"{name} must be an integer >= 1; got {k!r}.")
-    return int(num_majority), int(num_minority)
+    return check_int("num_majority", num_majority, 1), check_int("num_minority", num_minority, 1)
 
 
 def _step_entries(a_maj, a_min, b, k_maj, k_min) -> dict:

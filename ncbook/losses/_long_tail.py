@@ -31,7 +31,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_counts, check_in, check_logits_labels, check_nonnegative, check_positive, check_reduction, reduce
+from .._validation import (
+    check_class_vector,
+    check_counts,
+    check_features,
+    check_in,
+    check_int,
+    check_logits,
+    check_logits_labels,
+    check_nonnegative,
+    check_positive,
+    check_reduction,
+    reduce,
+)
 from ..reweighting import effective_number_weights, inverse_frequency_weights
 
 __all__ = [
@@ -84,7 +96,8 @@ def weighted_cross_entropy(
     Inverse-frequency weights: e.g. the ``IBReweight`` rule of Park et al. 2021;
     class-balanced weights: Cui et al., CVPR 2019, arXiv:1901.05555.
     """
-    _, c = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
     check_in("normalizer", normalizer, ("weights", "batch"))
     check_reduction(reduction)
     ce = F.cross_entropy(logits, labels, reduction="none")
@@ -149,7 +162,8 @@ def focal_loss(
     Lin, Goyal, Girshick, He, Dollár, "Focal Loss for Dense Object Detection", ICCV 2017,
     eq. (5), arXiv:1708.02002.
     """
-    _, c = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
     gamma = check_nonnegative("gamma", gamma)
     check_reduction(reduction)
     ce = F.cross_entropy(logits, labels, reduction="none")
@@ -231,7 +245,8 @@ def ldam_loss(
     ----------
     Cao et al., NeurIPS 2019, eq. (10) and Algorithm 1 (DRW), arXiv:1906.07413.
     """
-    _, c = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
     m = _as_class_vector("margins", margins, c).to(logits)
     s = check_positive("scale", scale)
     shifted = logits - F.one_hot(labels, c).to(logits) * m[labels].unsqueeze(1)
@@ -300,6 +315,7 @@ def logit_adjustment(logits: torch.Tensor, counts: Any, *, tau: float = 1.0) -> 
     Menon, Jayasumana, Rawat, Jain, Veit, Kumar, "Long-tail learning via logit
     adjustment", ICLR 2021, eq. (9), arXiv:2007.07314.
     """
+    logits = check_logits(logits)
     log_pi = _log_prior(counts, logits)
     return logits - check_nonnegative("tau", tau) * log_pi
 
@@ -327,7 +343,7 @@ def logit_adjusted_loss(
     ----------
     Menon et al., ICLR 2021, eq. (10), arXiv:2007.07314.
     """
-    check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
     check_reduction(reduction)
     adjusted = logits + check_nonnegative("tau", tau) * _log_prior(counts, logits)
     return reduce(F.cross_entropy(adjusted, labels, reduction="none"), reduction)
@@ -382,9 +398,9 @@ def ib_loss(
     Park, Lim, Jeon, Choi, "Influence-Balanced Loss for Imbalanced Visual
     Classification", ICCV 2021, eq. (7)-(8), arXiv:2110.02444.
     """
-    _, c = check_logits_labels(logits, labels)
-    if not isinstance(features, torch.Tensor) or features.ndim != 2 or features.shape[0] != logits.shape[0]:
-        raise ValueError(f"features must be a tensor of shape ({logits.shape[0]}, d); got {getattr(features, 'shape', type(features))}.")
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
+    features = check_features(features, n=logits.shape[0])
     alpha = check_positive("alpha", alpha)
     eps = check_positive("eps", eps)
     check_reduction(reduction)
@@ -433,19 +449,14 @@ class IBLoss(nn.Module):
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         if int(self.epoch) < self.start_epoch:
-            return F.cross_entropy(logits, labels, reduction=self.reduction)
+            return weighted_cross_entropy(logits, labels, reduction=self.reduction)
         return ib_loss(logits, labels, features, weight=self.weight, alpha=self.alpha, eps=self.eps,
                        reduction=self.reduction)
 
 
 # ----------------------------------------------------------------------------- private helpers
 def _as_class_vector(name, x, c):
-    t = x.detach().double() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
-    if t.ndim != 1 or (c is not None and t.numel() != c):
-        raise ValueError(f"{name} must have shape ({c if c is not None else 'C'},); got {tuple(t.shape)}.")
-    if not torch.isfinite(t).all() or (t < 0).any():
-        raise ValueError(f"{name} must be finite and >= 0; got {t.tolist()}.")
-    return t
+    return check_class_vector(name, x, c)
 
 
 def _log_prior(counts, like):
@@ -456,8 +467,4 @@ def _log_prior(counts, like):
 
 
 def _check_epoch(name, epoch):
-    if epoch is None:
-        return None
-    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
-        raise ValueError(f"{name} must be an integer >= 0 or None; got {epoch!r}.")
-    return int(epoch)
+    return check_int(name, epoch, 0, allow_none=True)

@@ -71,7 +71,7 @@ def _threads(n: int):
 
 
 def _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol):
-    check_int("dim", dim, 1)
+    check_int("dim", dim, 1, what="the embedding dimension d")
     check_int("adam_steps", adam_steps, 0)
     check_int("lbfgs_steps", lbfgs_steps, 0)
     check_positive("lr", lr)
