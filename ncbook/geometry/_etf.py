@@ -100,24 +100,37 @@ def gram(x):
     return x @ x.T
 
 
-def cosine_matrix(x, eps: float = 1e-12):
+def cosine_matrix(x, eps: float | None = None):
     """Pairwise cosine similarities of the rows of ``x``.
 
     Parameters
     ----------
     x : Tensor or ndarray of shape (n, d)
-    eps : float
-        Floor on the row norms (a zero row gives cosines of 0).
+        Integer inputs are promoted to the default float dtype (tensors) or float64 (arrays).
+    eps : float, optional
+        Floor on the row norms (a zero row gives cosines of 0). Defaults to the smallest
+        normal number of ``x``'s dtype, which never rounds to 0 (a fixed ``1e-12`` does in
+        float16).
 
     Returns
     -------
-    Same type as ``x``, shape (n, n).
+    Same type as ``x``, shape (n, n), same float dtype.
+
+    Examples
+    --------
+    >>> cosine_matrix(torch.tensor([[0.0, 0.0], [1.0, 0.0]], dtype=torch.float16))
+    tensor([[0., 0.],
+            [0., 1.]], dtype=torch.float16)
     """
     check_matrix("x", x)
     if isinstance(x, torch.Tensor):
-        u = x / x.norm(dim=1, keepdim=True).clamp_min(eps)
+        x = x if x.is_floating_point() else x.to(torch.get_default_dtype())
+        floor = torch.finfo(x.dtype).tiny if eps is None else eps
+        u = x / x.norm(dim=1, keepdim=True).clamp_min(floor)
     else:
-        u = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), eps)
+        x = x if x.dtype.kind == "f" else x.astype(np.float64)
+        floor = np.finfo(x.dtype).tiny if eps is None else eps
+        u = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), floor)
     return u @ u.T
 
 

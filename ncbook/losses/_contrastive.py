@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_in, check_labels, check_matrix, check_positive, reduce
+from .._validation import _as_float_tensor, check_in, check_labels, check_matrix, check_positive, reduce, safe_eps
 
 __all__ = [
     "info_nce",
@@ -39,8 +39,10 @@ def _similarities(anchor, positive, negatives, normalize):
     n, d = anchor.shape
     check_matrix("positive", positive, shape=(n, d))
     check_matrix("negatives", negatives, ndim=3, shape=(n, None, d))
-    if normalize:
-        anchor, positive, negatives = (F.normalize(v, dim=-1) for v in (anchor, positive, negatives))
+    anchor, positive, negatives = (_as_float_tensor(name, v) for name, v in
+                                   (("anchor", anchor), ("positive", positive), ("negatives", negatives)))
+    if normalize:  # the floor follows the dtype: a zero row gives similarities 0, never 0/0
+        anchor, positive, negatives = (F.normalize(v, dim=-1, eps=safe_eps(v.dtype)) for v in (anchor, positive, negatives))
     s_pos = (anchor * positive).sum(-1)  # (n,)
     s_neg = torch.einsum("nd,nkd->nk", anchor, negatives)  # (n, k)
     return s_neg - s_pos[:, None]  # (n, k): z_j = s_j - s_+

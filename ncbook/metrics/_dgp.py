@@ -31,8 +31,9 @@ __all__ = ["entropic_gap", "r2_procrustes", "r2_similarity"]
 def _similarity_np(z: np.ndarray, similarity: str) -> np.ndarray:
     """Latent similarity at ``tau = 1`` (cosine, or minus the squared distance)."""
     if similarity == "cosine":
-        u = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+        u = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), np.finfo(z.dtype).tiny)
         return u @ u.T
+    z = z - z.mean(axis=0, keepdims=True)  # translation invariant; centring avoids cancellation
     sq = (z * z).sum(axis=1)
     return -np.clip(sq[:, None] + sq[None, :] - 2.0 * z @ z.T, 0.0, None)
 

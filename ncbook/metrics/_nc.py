@@ -209,6 +209,22 @@ def nc3(classifier, means, *, variant: str = "papyan") -> float:
     -------
     float; 0 when ``W`` is a positive multiple of ``M_bar`` and both form a simplex ETF.
 
+    Raises
+    ------
+    ValueError
+        If the shapes differ, an input holds NaN/inf, or a direction is undefined: a zero
+        classifier, zero centred means (all class means equal), or (``"zhu"``) ``W M^T = 0``.
+
+    Examples
+    --------
+    >>> m = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
+    >>> nc3(2 * m, m)
+    0.0
+    >>> nc3(torch.zeros(2, 2), m)
+    Traceback (most recent call last):
+    ...
+    ValueError: classifier must not be all zeros (NC3 compares directions; a zero matrix has none).
+
     References
     ----------
     Papyan et al., PNAS 2020; Zhu et al., NeurIPS 2021, arXiv:2105.02375, Section 4.
@@ -217,9 +233,19 @@ def nc3(classifier, means, *, variant: str = "papyan") -> float:
     check_matrix("classifier", classifier)
     check_matrix("means", means, shape=tuple(classifier.shape))
     w, m = _f64(classifier), _f64(means)
+    check_finite("classifier", w)
+    check_finite("means", m)
+    if w.norm() == 0:
+        raise ValueError("classifier must not be all zeros (NC3 compares directions; a zero matrix has none).")
+    if m.norm() == 0:
+        raise ValueError("means must not be all zeros: the centred class means vanish (every class mean is equal), "
+                         "so they have no direction to compare.")
     if variant == "papyan":
         return float((w / w.norm() - m / m.norm()).norm())
     p = w @ m.T
+    if p.norm() == 0:
+        raise ValueError("classifier @ means.T is all zeros (the classifier is orthogonal to the means): "
+                         "the 'zhu' variant is undefined; use variant='papyan'.")
     return float((p / p.norm() - _simplex_target(w.shape[0])).norm())
 
 
@@ -237,17 +263,39 @@ def nc4(features, predictions, means) -> float:
     -------
     float in ``[0, 1]``: fraction of samples where the two predictions differ.
 
+    Raises
+    ------
+    ValueError
+        If ``means`` is not ``(C, d)`` with the features' ``d``, predictions do not match the
+        rows of ``features``, or an input holds NaN/inf.
+    TypeError
+        If 1-D predictions are not integer class indices.
+
+    Examples
+    --------
+    >>> h = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> nc4(h, torch.tensor([0, 0]), h)
+    0.5
+
     References
     ----------
     Papyan et al., PNAS 2020, Figure 9.
     """
     check_matrix("features", features)
+    check_matrix("means", means)
     h, mu = _f64(features), _f64(means)
-    pred = torch.as_tensor(predictions)
+    if mu.shape[1] != h.shape[1]:
+        raise ValueError(f"means must have shape (C, d) with d = {h.shape[1]} (the features' width); "
+                         f"got {tuple(mu.shape)}.")
+    check_finite("features", h)
+    check_finite("means", mu)
+    pred = torch.as_tensor(np.asarray(predictions)) if not isinstance(predictions, torch.Tensor) else predictions
     if pred.ndim == 2:
+        if pred.shape[1] != mu.shape[0]:
+            raise ValueError(f"predictions given as logits must have C = {mu.shape[0]} columns (one per mean); "
+                             f"got shape {tuple(pred.shape)}.")
         pred = pred.argmax(1)
-    if pred.shape[0] != h.shape[0]:
-        raise ValueError(f"predictions must have one entry per row of features; got {pred.shape[0]} and {h.shape[0]}.")
+    pred = check_labels(pred, mu.shape[0], name="predictions", n=h.shape[0])
     ncc = torch.cdist(h, mu).argmin(1)
     return float((ncc != pred.cpu()).double().mean())
 
