@@ -16,11 +16,11 @@ from ncbook.losses import (
     focal_loss,
     ib_loss,
     ldam_loss,
-    ldam_margins,
     logit_adjusted_loss,
     logit_adjustment,
     weighted_cross_entropy,
 )
+from ncbook.margins import ldam_margins
 from ncbook.reweighting import effective_number_weights, inverse_frequency_weights
 
 torch.set_num_threads(1)

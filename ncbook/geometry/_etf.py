@@ -202,24 +202,37 @@ def procrustes_align(x, y) -> tuple[np.ndarray, np.ndarray, float]:
     return x_std, y_aligned, float(disparity)
 
 
-def procrustes_r2(x, y) -> float:
-    """Procrustes agreement ``1 - disparity`` of two point clouds (scipy).
+def procrustes_r2(z, reference) -> float:
+    """Procrustes agreement ``1 - disparity`` of a point cloud ``z`` with a ``reference`` (scipy).
 
-    Both are centred, scaled to unit Frobenius norm, and ``y`` is rotated or
-    reflected onto ``x``; the narrower one is padded with zero columns.
+    Both are centred, scaled to unit Frobenius norm, and ``z`` is rotated or reflected
+    onto ``reference``; the narrower one is padded with zero columns. The same argument
+    order as :func:`ncbook.metrics.r2_procrustes` (the value is symmetric anyway).
 
     Parameters
     ----------
-    x : array-like of shape (n, d1)
-    y : array-like of shape (n, d2)
+    z : array-like of shape (n, d1)
+    reference : array-like of shape (n, d2)
 
     Returns
     -------
-    float in ``[0, 1]``; 1 when ``y`` is a similarity transform of ``x``.
+    float in ``[0, 1]``; 1 when ``z`` is a similarity transform of ``reference``.
+
+    Raises
+    ------
+    ValueError
+        If the arrays are not 2-D with the same number of rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> round(procrustes_r2(3 * x[:, ::-1] + 1, x), 12)
+    1.0
 
     References
     ----------
     Gower, "Generalized Procrustes analysis", Psychometrika 1975;
     :func:`scipy.spatial.procrustes`.
     """
-    return 1.0 - procrustes_align(x, y)[2]
+    return 1.0 - procrustes_align(reference, z)[2]

@@ -44,6 +44,7 @@ from .._validation import (
     check_reduction,
     reduce,
 )
+from ..margins import ldam_margins
 from ..reweighting import effective_number_weights, inverse_frequency_weights
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
     "focal_loss",
     "ib_loss",
     "ldam_loss",
-    "ldam_margins",
     "logit_adjusted_loss",
     "logit_adjustment",
     "weighted_cross_entropy",
@@ -187,28 +187,6 @@ class FocalLoss(nn.Module):
 
 
 # ----------------------------------------------------------------------------- LDAM
-def ldam_margins(counts: Any, max_margin: float = 0.5) -> torch.Tensor:
-    r"""LDAM margins ``m_c ∝ n_c^{-1/4}``, scaled so that the largest is ``max_margin``.
-
-    Parameters
-    ----------
-    counts : array-like of shape (C,), int
-    max_margin : float, default 0.5
-
-    Returns
-    -------
-    Tensor of shape (C,), float64.
-
-    References
-    ----------
-    Cao, Wei, Gaidon, Arechiga, Ma, "Learning Imbalanced Datasets with
-    Label-Distribution-Aware Margin Loss", NeurIPS 2019, eq. (13), arXiv:1906.07413.
-    """
-    n = torch.as_tensor(check_counts(counts), dtype=torch.float64)
-    m = n.pow(-0.25)
-    return m * (check_positive("max_margin", max_margin) / m.max())
-
-
 def ldam_loss(
     logits: torch.Tensor,
     labels: torch.Tensor,
@@ -229,7 +207,7 @@ def ldam_loss(
     logits : Tensor of shape (n, C)
     labels : Tensor of shape (n,), int64
     margins : array-like of shape (C,)
-        ``m_c >= 0``, e.g. from :func:`ldam_margins`.
+        ``m_c >= 0``, e.g. from :func:`ncbook.margins.ldam_margins`.
     scale : float, default 30.0
     weight : array-like of shape (C,), optional
         Class weights (DRW passes class-balanced weights after its switch epoch).

@@ -5,12 +5,14 @@ Letters: ``n`` samples, ``C`` classes.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import torch
 
 from .._validation import check_counts, check_labels
 
-__all__ = ["per_class_accuracy", "shot_accuracy"]
+__all__ = ["difficulty_groups", "group_accuracy", "per_class_accuracy", "shot_accuracy"]
 
 
 def _preds(predictions) -> torch.Tensor:
@@ -71,3 +73,37 @@ def shot_accuracy(predictions, labels, train_counts, *, many: int = 100, few: in
     for name, mask in groups.items():
         out[name] = float(np.nanmean(acc[mask])) if mask.any() and not np.all(np.isnan(acc[mask])) else float("nan")
     return out
+
+
+def difficulty_groups(class_accuracy, *, groups: Sequence[str] = ("easy", "medium", "hard")) -> dict[str, np.ndarray]:
+    """Split classes into equal-size groups by a reference model's per-class accuracy.
+
+    Classes are sorted by decreasing accuracy (ties by class index) and cut into
+    ``len(groups)`` nearly equal parts with ``numpy.array_split`` (the first groups
+    take the extra classes). This is our split, fixed once from the CE model and
+    reused for every method, as the MR2 paper reports easy/medium/hard thirds.
+
+    Parameters
+    ----------
+    class_accuracy : array-like of shape (C,)
+    groups : sequence of str, default ("easy", "medium", "hard")
+
+    Returns
+    -------
+    dict mapping group name to an int array of class indices.
+    """
+    acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
+                     dtype=np.float64)
+    if acc.ndim != 1 or acc.size < len(groups):
+        raise ValueError(
+            f"class_accuracy must be 1-D with at least {len(groups)} classes; got shape {acc.shape}."
+        )
+    order = np.lexsort((np.arange(acc.size), -acc))
+    return {name: np.sort(part) for name, part in zip(groups, np.array_split(order, len(groups)))}
+
+
+def group_accuracy(class_accuracy, groups: dict[str, np.ndarray]) -> dict[str, float]:
+    """Mean per-class accuracy within each group (classes weighted equally)."""
+    acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
+                     dtype=np.float64)
+    return {name: float(acc[idx].mean()) for name, idx in groups.items()}

@@ -144,4 +144,4 @@ def r2_procrustes(z, reference) -> float:
     arXiv:2605.13943, ``r^2_{Proc}``; :func:`scipy.spatial.procrustes` through
     :func:`ncbook.geometry.procrustes_r2`.
     """
-    return procrustes_r2(reference, z)
+    return procrustes_r2(z, reference)
