@@ -241,7 +241,7 @@ def test_ufm_risk_matches_naive_loop(setting):
     torch.set_num_threads(1)
     h = np.random.default_rng(0).standard_normal((5, 3))
     labels = np.array([0, 0, 0, 1, 2])
-    got = contrastive_ufm_risk(torch.tensor(h), torch.tensor(labels), 2, setting=setting, t=0.8)
+    got = contrastive_ufm_risk(torch.tensor(h), torch.tensor(labels), 2, setting=setting, temperature=0.8)
     assert float(got) == pytest.approx(_naive_ufm_risk(h, labels, 2, setting, 0.8), rel=1e-12)
 
 

@@ -69,20 +69,20 @@ def test_ridge_optimum_iteration_limit_is_inaccurate():
 
 def test_free_embedding_fit_status():
     w = supcon_weights(torch.tensor([0, 0, 1, 1]))
-    fit = _quiet(fit_free_embeddings, w, tau=0.5, dim=3, similarity="euclidean")
+    fit = _quiet(fit_free_embeddings, w, temperature=0.5, dim=3, similarity="euclidean")
     assert fit.status == "optimal"
     with pytest.warns(InaccurateSolutionWarning, match=r"fit_free_embeddings: solution inaccurate \(largest gradient"):
-        fit = fit_free_embeddings(w, tau=0.5, dim=3, adam_steps=1, lbfgs_steps=0)
+        fit = fit_free_embeddings(w, temperature=0.5, dim=3, adam_steps=1, lbfgs_steps=0)
     assert fit.status == "inaccurate"
     with pytest.raises(SolverError, match="not finite"):
-        fit_free_embeddings(w, tau=0.5, dim=3, adam_steps=0, lbfgs_steps=0, init=np.full((4, 3), np.nan))
+        fit_free_embeddings(w, temperature=0.5, dim=3, adam_steps=0, lbfgs_steps=0, init=np.full((4, 3), np.nan))
 
 
 def test_prototype_fit_status():
     om = torch.eye(2, dtype=torch.float64)
-    assert _quiet(fit_prototypes, [3, 1], om, tau=0.5, dim=2).status == "optimal"
+    assert _quiet(fit_prototypes, [3, 1], om, temperature=0.5, dim=2).status == "optimal"
     with pytest.warns(InaccurateSolutionWarning, match="fit_prototypes"):
-        assert fit_prototypes([3, 1], om, tau=0.5, dim=2, adam_steps=1, lbfgs_steps=0).status == "inaccurate"
+        assert fit_prototypes([3, 1], om, temperature=0.5, dim=2, adam_steps=1, lbfgs_steps=0).status == "inaccurate"
 
 
 # ---- contrastive UFM ---------------------------------------------------------------------------

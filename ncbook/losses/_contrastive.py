@@ -1,6 +1,6 @@
 """Generalized contrastive losses with ``k`` negatives per anchor, and UCL/SCL sampling.
 
-Letters: ``n`` anchors, ``k`` negatives per anchor, ``d`` feature dimension, ``t`` temperature.
+Letters: ``n`` anchors, ``k`` negatives per anchor, ``d`` feature dimension, ``temperature`` (the temperature).
 
 With similarities ``s_+ = <f(x), f(x+)>`` and ``s_j = <f(x), f(x_j^-)>`` the loss is
 ``psi(s_1 - s_+, ..., s_k - s_+)`` for a strictly convex, argument-wise increasing ``psi``:
@@ -53,7 +53,7 @@ def generalized_contrastive_loss(
     positive: torch.Tensor,
     negatives: torch.Tensor,
     *,
-    t: float = 1.0,
+    temperature: float = 1.0,
     psi: str | Callable[[torch.Tensor], torch.Tensor] = "infonce",
     normalize: bool = True,
     reduction: str = "mean",
@@ -65,7 +65,7 @@ def generalized_contrastive_loss(
     anchor, positive : Tensor of shape (n, d)
     negatives : Tensor of shape (n, k, d)
         Row ``i`` holds the ``k`` negatives of anchor ``i``.
-    t : float
+    temperature : float
         Temperature ``> 0``.
     psi : {"infonce", "exp"} or callable
         ``"infonce"``: ``log(1 + sum_j exp(z_j / t))``; ``"exp"``: ``sum_j exp(z_j / t)``;
@@ -82,7 +82,7 @@ def generalized_contrastive_loss(
     -----
     anchor (n, d), positive (n, d), negatives (n, k, d) -> (n,) or ().
     """
-    t = check_positive("t", t)
+    t = check_positive("temperature", temperature)
     if not callable(psi):
         check_in("psi", psi, _PSIS)
     z = _similarities(anchor, positive, negatives, normalize) / t
@@ -95,7 +95,7 @@ def generalized_contrastive_loss(
     return reduce(losses, reduction)
 
 
-def info_nce(anchor, positive, negatives, t: float = 1.0, *, normalize: bool = True, reduction: str = "mean"):
+def info_nce(anchor, positive, negatives, temperature: float = 1.0, *, normalize: bool = True, reduction: str = "mean"):
     r"""InfoNCE with ``k`` explicit negatives: ``log(1 + sum_j exp((s_j - s_+) / t))``.
 
     Equal to the cross-entropy of the logits ``[s_+, s_1, ..., s_k] / t`` at label 0. Arguments as in
@@ -107,19 +107,19 @@ def info_nce(anchor, positive, negatives, t: float = 1.0, *, normalize: bool = T
     >>> round(float(info_nce(a, p, neg)), 6)  # log(1 + e^{-2})
     0.126928
     """
-    return generalized_contrastive_loss(anchor, positive, negatives, t=t, psi="infonce", normalize=normalize,
+    return generalized_contrastive_loss(anchor, positive, negatives, temperature=temperature, psi="infonce", normalize=normalize,
                                         reduction=reduction)
 
 
 class GeneralizedContrastiveLoss(nn.Module):
-    """Module form of :func:`generalized_contrastive_loss` (holds ``t``, ``psi``, ``reduction``)."""
+    """Module form of :func:`generalized_contrastive_loss` (holds ``temperature``, ``psi``, ``reduction``)."""
 
-    def __init__(self, t: float = 1.0, psi="infonce", *, normalize: bool = True, reduction: str = "mean"):
+    def __init__(self, temperature: float = 1.0, psi="infonce", *, normalize: bool = True, reduction: str = "mean"):
         super().__init__()
-        self.t, self.psi, self.normalize, self.reduction = t, psi, normalize, reduction
+        self.temperature, self.psi, self.normalize, self.reduction = temperature, psi, normalize, reduction
 
     def forward(self, anchor, positive, negatives):
-        return generalized_contrastive_loss(anchor, positive, negatives, t=self.t, psi=self.psi,
+        return generalized_contrastive_loss(anchor, positive, negatives, temperature=self.temperature, psi=self.psi,
                                             normalize=self.normalize, reduction=self.reduction)
 
 

@@ -171,7 +171,7 @@ def gaussian_kernel_weights(y, sigma: float) -> torch.Tensor:
     return _exp_shifted(-sq / (2.0 * s * s))
 
 
-def xclr_weights(label_embeddings, tau_s: float) -> torch.Tensor:
+def xclr_weights(label_embeddings, label_temperature: float) -> torch.Tensor:
     r"""X-CLR weights ``w_ij = exp(<e_i, e_j> / tau_s)`` from unit label embeddings.
 
     Rows of ``label_embeddings`` are normalised to unit length first. After row
@@ -180,7 +180,7 @@ def xclr_weights(label_embeddings, tau_s: float) -> torch.Tensor:
     Parameters
     ----------
     label_embeddings : array-like of shape (N, p)
-    tau_s : float
+    label_temperature : float
         Temperature of the label similarities, ``> 0``.
 
     Returns
@@ -205,7 +205,7 @@ def xclr_weights(label_embeddings, tau_s: float) -> torch.Tensor:
     ----------
     Sobal et al. 2024 (arXiv:2407.18134); arXiv:2605.13943, cosine-cosine case.
     """
-    ts = check_positive("tau_s", tau_s)
+    ts = check_positive("label_temperature", label_temperature)
     e = _as_label_matrix(label_embeddings, "label_embeddings")
     norms = e.norm(dim=1, keepdim=True)
     if (norms == 0).any():
@@ -245,11 +245,11 @@ def _check_weights(weights, n: int, *, like: torch.Tensor) -> torch.Tensor:
     return w
 
 
-def _check_tau(tau) -> float:
-    return check_positive("tau", tau)
+def _check_tau(temperature) -> float:
+    return check_positive("temperature", temperature)
 
 
-def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", tau: float) -> torch.Tensor:
+def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", temperature: float) -> torch.Tensor:
     """Latent similarity matrix ``S`` of the rows of ``z``.
 
     Parameters
@@ -257,7 +257,7 @@ def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", tau: float
     z : Tensor of shape (N, d)
     similarity : {"cosine", "euclidean"}
         ``"cosine"``: ``cos(z_i, z_j) / tau``; ``"euclidean"``: ``-||z_i - z_j||^2 / tau``.
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
 
     Returns
@@ -265,7 +265,7 @@ def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", tau: float
     Tensor of shape (N, N) (the diagonal is kept; callers mask it).
     """
     check_in("similarity", similarity, SIMILARITIES)
-    t = _check_tau(tau)
+    t = _check_tau(temperature)
     z = check_features(z, "z")
     return _similarity(z, similarity, t)
 
@@ -312,7 +312,7 @@ def w_info_nce(
     weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
     reduction: str = "mean",
 ) -> torch.Tensor:
     r"""Weighted InfoNCE loss of embeddings ``z`` under prior weights ``W``.
@@ -332,7 +332,7 @@ def w_info_nce(
     weights : Tensor or ndarray of shape (N, N)
         Non-negative prior weights; the diagonal is ignored. Need not be symmetric.
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
     reduction : {"none", "mean", "sum"}
         ``"none"`` gives the ``(N,)`` per-anchor losses (0 for an anchor without any
@@ -356,7 +356,7 @@ def w_info_nce(
     --------
     >>> z = torch.eye(3, dtype=torch.float64)
     >>> w = torch.ones(3, 3, dtype=torch.float64)
-    >>> round(float(w_info_nce(z, w, tau=1.0)), 6)  # equal similarities: log 2
+    >>> round(float(w_info_nce(z, w, temperature=1.0)), 6)  # equal similarities: log 2
     0.693147
     """
     z = check_features(z, "z")
@@ -365,7 +365,7 @@ def w_info_nce(
         raise ValueError(f"z must hold at least 2 points (an anchor needs another point); got {n}.")
     check_in("similarity", similarity, SIMILARITIES)
     check_reduction(reduction)
-    t = _check_tau(tau)
+    t = _check_tau(temperature)
     w = _check_weights(weights, n, like=z)
     mask = ~torch.eye(n, dtype=torch.bool, device=z.device)
     p, valid = _anchor_targets(w, mask)
@@ -409,7 +409,7 @@ def entropic_lower_bound(weights) -> float:
 
 
 def column_normalized_w_info_nce(
-    z: torch.Tensor, weights, *, similarity: str = "cosine", tau: float, reduction: str = "mean"
+    z: torch.Tensor, weights, *, similarity: str = "cosine", temperature: float, reduction: str = "mean"
 ) -> torch.Tensor:
     r"""w-InfoNCE with the y-Aware reference code's normalisation (for comparison only).
 
@@ -441,7 +441,7 @@ def column_normalized_w_info_nce(
     n = z.shape[0]
     check_in("similarity", similarity, SIMILARITIES)
     check_reduction(reduction)
-    t = _check_tau(tau)
+    t = _check_tau(temperature)
     w = _check_weights(weights, n, like=z)
     mask = ~torch.eye(n, dtype=torch.bool, device=z.device)
     w = w * mask
@@ -475,7 +475,7 @@ def prototype_w_info_nce(
     class_weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
 ) -> torch.Tensor:
     r"""Class-level w-InfoNCE: every sample of class ``c`` sits at its prototype ``mu_c``.
 
@@ -498,7 +498,7 @@ def prototype_w_info_nce(
     class_weights : Tensor or ndarray of shape (C, C)
         ``Omega_cc'``, the weight of a pair (class ``c``, class ``c'``); non-negative.
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
 
     Returns
     -------
@@ -510,7 +510,7 @@ def prototype_w_info_nce(
     arXiv:2605.13943, class-collapsed form of the supervised objectives.
     """
     check_in("similarity", similarity, SIMILARITIES)
-    t = _check_tau(tau)
+    t = _check_tau(temperature)
     prototypes, m, mult, om = _check_prototype_inputs(prototypes, counts, class_weights)
     present = mult > 0
     p, valid = _anchor_targets(mult.double() * om, present)
@@ -557,7 +557,7 @@ class WInfoNCELoss(nn.Module):
         ``weight_fn(targets) -> (B, B)`` weights for a batch (e.g.
         ``functools.partial(soft_supcon_weights, epsilon=1e-3)``).
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
     reduction : {"none", "mean", "sum"}
 
     Notes
@@ -572,15 +572,15 @@ class WInfoNCELoss(nn.Module):
 
     needs_features = True
 
-    def __init__(self, weight_fn, *, similarity: str = "cosine", tau: float, reduction: str = "mean"):
+    def __init__(self, weight_fn, *, similarity: str = "cosine", temperature: float, reduction: str = "mean"):
         super().__init__()
         check_in("similarity", similarity, SIMILARITIES)
         check_reduction(reduction)
         self.weight_fn = weight_fn
         self.similarity = similarity
-        self.tau = _check_tau(tau)
+        self.temperature = _check_tau(temperature)
         self.reduction = reduction
 
     def forward(self, logits, targets, features=None):  # noqa: D401 - protocol signature
         z = logits if features is None else features
-        return w_info_nce(z, self.weight_fn(targets), similarity=self.similarity, tau=self.tau, reduction=self.reduction)
+        return w_info_nce(z, self.weight_fn(targets), similarity=self.similarity, temperature=self.temperature, reduction=self.reduction)

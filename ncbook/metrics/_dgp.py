@@ -51,7 +51,7 @@ def _inputs(z, weights):
     return z, w
 
 
-def entropic_gap(z, weights, *, similarity: str = "cosine", tau: float) -> float:
+def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) -> float:
     r"""Entropic gap :math:`\mathcal L - \mathcal L^*` of w-InfoNCE at embeddings ``z``.
 
     Parameters
@@ -60,7 +60,7 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", tau: float) -> float
     weights : Tensor or ndarray of shape (N, N)
         Non-negative prior weights (diagonal ignored).
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
 
     Returns
@@ -77,7 +77,7 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", tau: float) -> float
     arXiv:2605.13943, the entropic gap.
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
-    t = check_positive("tau", tau)
+    t = check_positive("temperature", temperature)
     z, w = _inputs(z, weights)
     n = z.shape[0]
     off = ~np.eye(n, dtype=bool)

@@ -136,7 +136,7 @@ def fit_weighted_contrastive(
             xb = augment(xb, gen)
         tb = targets[idx]
         w = weight_fn(tb).to(device=device, dtype=torch.float32)
-        loss = w_info_nce(model.features(xb.to(device)), w, similarity=similarity, tau=tau)
+        loss = w_info_nce(model.features(xb.to(device)), w, similarity=similarity, temperature=tau)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -1,6 +1,6 @@
 """An unconstrained-features model for the contrastive risk: free unit features per sample.
 
-Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``k`` negatives, ``t`` temperature.
+Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``k`` negatives, ``temperature`` (the temperature).
 Features ``H`` are ``(n, d)`` rows on the unit sphere (the paper writes them as columns).
 
 The risk is the exact expectation over anchors ``i`` (uniform), positives ``p`` drawn
@@ -44,7 +44,7 @@ def _sample_weights(labels: torch.Tensor, k: int, setting: str, dtype):
     return torch.as_tensor(counts, dtype=dtype), torch.as_tensor(weights, dtype=dtype)
 
 
-def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce",
+def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temperature: float = 1.0, psi: str = "infonce",
                          normalize: bool = True, _tables=None) -> torch.Tensor:
     r"""Exact expected generalized contrastive loss of free per-sample features.
 
@@ -58,7 +58,7 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", t: f
         Negatives per anchor (the multiset enumeration has ``binom(n + k - 1, k)`` rows: keep
         ``n`` small).
     setting : {"ucl", "scl"}
-    t : float
+    temperature : float
     psi : {"infonce", "exp"}
 
     Returns
@@ -69,7 +69,7 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", t: f
     labels = check_labels(labels)
     check_in("setting", setting, ("ucl", "scl"))
     check_in("psi", psi, ("infonce", "exp"))
-    t = check_positive("t", t)
+    t = check_positive("temperature", temperature)
     h = torch.nn.functional.normalize(features, dim=1) if normalize else features
     n = h.shape[0]
     same = (labels[:, None] == labels[None, :]).to(h.dtype)
@@ -115,7 +115,7 @@ class ContrastiveUFMResult:
     seconds: float
 
 
-def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce",
+def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", temperature: float = 1.0, psi: str = "infonce",
                         dim: int | None = None, steps: int = 3000, lr: float = 0.5, tol: float = 1e-11,
                         seed: int = 0) -> ContrastiveUFMResult:
     r"""Gradient descent on free unit features ``H = V / |V|`` for :func:`contrastive_ufm_risk`.
@@ -128,7 +128,7 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0,
     counts : array-like of int, shape (C,)
         Samples per class (``lambda = counts / n``).
     k : int
-    setting, t, psi
+    setting, temperature, psi
         As in :func:`contrastive_ufm_risk`.
     dim : int, optional
         Feature dimension (default ``C``).
@@ -169,7 +169,7 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0,
     tables = None if psi == "exp" else _sample_weights(labels, k, setting, torch.float64)
     start, certified, it, gmax = time.perf_counter(), False, 0, float("nan")
     for it in range(1, steps + 1):
-        loss = contrastive_ufm_risk(v, labels, k, setting=setting, t=t, psi=psi, _tables=tables)
+        loss = contrastive_ufm_risk(v, labels, k, setting=setting, temperature=temperature, psi=psi, _tables=tables)
         (g,) = torch.autograd.grad(loss, v)
         gmax = g.abs().max().item()
         if not math.isfinite(gmax):

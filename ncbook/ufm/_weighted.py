@@ -139,7 +139,7 @@ def fit_free_embeddings(
     weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
     dim: int,
     seed: int = 0,
     init=None,
@@ -156,7 +156,7 @@ def fit_free_embeddings(
     weights : Tensor or ndarray of shape (N, N)
         Non-negative prior weights.
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
     dim : int
         Embedding dimension ``d >= 1``.
@@ -180,7 +180,7 @@ def fit_free_embeddings(
     Raises
     ------
     ValueError
-        On bad ``dim``, step counts, ``lr``, ``tau``, ``similarity`` or weights.
+        On bad ``dim``, step counts, ``lr``, ``temperature``, ``similarity`` or weights.
     ncbook.SolverError
         If the loss is not finite at the end of the fit.
 
@@ -190,7 +190,7 @@ def fit_free_embeddings(
         If the gradient certificate does not hold (status ``"inaccurate"``).
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
-    check_positive("tau", tau)
+    check_positive("temperature", temperature)
     _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol)
     start = time.perf_counter()
     w = torch.as_tensor(as_float64(weights))
@@ -199,7 +199,7 @@ def fit_free_embeddings(
         z0 = _init(w.shape[0], int(dim), seed, init)
 
         def loss_fn(z):
-            return w_info_nce(z, w, similarity=similarity, tau=tau)
+            return w_info_nce(z, w, similarity=similarity, temperature=temperature)
 
         z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr, gtol, "fit_free_embeddings")
     return EmbeddingFit(_finish(z, similarity), final, bound, final - bound, status, its, time.perf_counter() - start)
@@ -210,7 +210,7 @@ def fit_prototypes(
     class_weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
     dim: int,
     seed: int = 0,
     init=None,
@@ -231,7 +231,7 @@ def fit_prototypes(
         Samples per class.
     class_weights : Tensor or ndarray of shape (C, C)
         Weight of a pair (class ``c``, class ``c'``).
-    similarity, tau, dim, seed, init, adam_steps, lbfgs_steps, lr, threads, gtol
+    similarity, temperature, dim, seed, init, adam_steps, lbfgs_steps, lr, threads, gtol
         As in :func:`fit_free_embeddings`.
 
     Returns
@@ -239,7 +239,7 @@ def fit_prototypes(
     EmbeddingFit (``solution`` holds the prototypes).
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
-    check_positive("tau", tau)
+    check_positive("temperature", temperature)
     _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol)
     cnt = check_counts(counts)
     start = time.perf_counter()
@@ -249,7 +249,7 @@ def fit_prototypes(
         z0 = _init(cnt.size, int(dim), seed, init)
 
         def loss_fn(z):
-            return prototype_w_info_nce(z, cnt, om, similarity=similarity, tau=tau)
+            return prototype_w_info_nce(z, cnt, om, similarity=similarity, temperature=temperature)
 
         z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr, gtol, "fit_prototypes")
     return EmbeddingFit(_finish(z, similarity), final, bound, final - bound, status, its, time.perf_counter() - start)
