@@ -48,12 +48,12 @@ class Split(NamedTuple):
     y_test: torch.Tensor
 
 
-def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, profile: str = "exp", *,
+def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kind: str = "exp", *,
                        minority_fraction: float = 0.5) -> np.ndarray:
     r"""Per-class training counts of a long-tailed data set.
 
-    ``profile="exp"`` (Cao et al. 2019): :math:`n_i = \lfloor n_{max}\, R^{-i/(C-1)} \rfloor`.
-    ``profile="step"``: the last ``k = floor(minority_fraction * C + 1/2)`` classes have
+    ``kind="exp"`` (Cao et al. 2019): :math:`n_i = \lfloor n_{max}\, R^{-i/(C-1)} \rfloor`.
+    ``kind="step"``: the last ``k = floor(minority_fraction * C + 1/2)`` classes have
     ``floor(n_max / R)``, the first ``C - k`` have ``n_max`` (``1 <= k <= C - 1``).
 
     Parameters
@@ -61,10 +61,10 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, pro
     n_max : int
         Samples of the largest class (5000 for CIFAR-10, 500 for CIFAR-100).
     num_classes : int
-        ``C >= 1`` (``>= 2`` for a profile to matter).
+        ``C >= 1`` (``>= 2`` for the kind to matter).
     imbalance_ratio : float
         ``R = n_max / n_min >= 1``.
-    profile : {"exp", "step"}
+    kind : {"exp", "step"}
     minority_fraction : float
         Share of minority classes for ``"step"``, in ``(0, 1)``. Papers differ on whether
         their ``rho`` is this share or the majority share: this name is unambiguous.
@@ -94,9 +94,9 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, pro
     check_positive("imbalance_ratio", imbalance_ratio)
     if imbalance_ratio < 1:
         raise ValueError(f"imbalance_ratio must be >= 1 (n_max / n_min); got {imbalance_ratio!r}.")
-    check_in("profile", profile, ("exp", "step"))
+    check_in("kind", kind, ("exp", "step"))
     c = int(num_classes)
-    if profile == "exp":
+    if kind == "exp":
         exps = np.arange(c) / max(c - 1, 1)
         counts = np.array([int(n_max * imbalance_ratio ** (-e)) for e in exps], dtype=np.int64)
     else:

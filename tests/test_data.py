@@ -32,7 +32,7 @@ def test_long_tailed_counts_bad_inputs():
         data.long_tailed_counts(100, 10, 10, "step", minority_fraction=1.0)
     with pytest.raises(ValueError, match="leaves a class empty"):
         data.long_tailed_counts(10, 10, 100)
-    with pytest.raises(ValueError, match="profile must be one of"):
+    with pytest.raises(ValueError, match="kind must be one of"):
         data.long_tailed_counts(10, 10, 2, "linear")
 
 
