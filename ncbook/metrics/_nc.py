@@ -180,15 +180,19 @@ def nc2(x) -> float:
     ----------
     Papyan, Han, Donoho, PNAS 2020 (equinorm and equiangularity, here as one scale-free distance).
     """
-    check_matrix("x", x)
+    return _nc2(x, "x")
+
+
+def _nc2(x, name: str) -> float:
+    check_matrix(name, x)
     x = _f64(x)
     if x.shape[0] < 2:
-        raise ValueError(f"x must have at least 2 rows (classes); got shape {tuple(x.shape)}.")
-    check_finite("x", x)
+        raise ValueError(f"{name} must have at least 2 rows (classes); got shape {tuple(x.shape)}.")
+    check_finite(name, x)
     g = x @ x.T
     norm = g.norm()
     if norm == 0:
-        raise ValueError("x must not be all zeros.")
+        raise ValueError(f"{name} must not be all zeros (NC2 compares directions; a zero matrix has none).")
     return float((g / norm - _simplex_target(x.shape[0])).norm())
 
 
@@ -347,8 +351,8 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
     return {
         "nc1": _nc1_from(_within_cov(h, y, means, counts.double(), check_in("within", within, WITHINS)),
                          centred, c - 1),
-        "nc2_w": nc2(w),
-        "nc2_m": nc2(centred),
+        "nc2_w": _nc2(w, "classifier"),
+        "nc2_m": _nc2(centred, "means"),
         "nc3": nc3(w, centred, variant="papyan"),
         "nc3_zhu": nc3(w, centred, variant="zhu"),
         "nc4": nc4(h, logits, means),

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_counts, check_in, check_int, check_nonnegative, check_positive
+from .._validation import check_counts, check_in, check_int, check_logits_labels, check_nonnegative, check_positive
 from .._status import SolverError, settle_status
 from ..geometry import etf_gram, seli_geometry
 
@@ -70,7 +70,22 @@ def ce_margins(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     Tensor of shape (n,)
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``logits`` is not ``(n, C)`` or ``labels`` are not ``n`` integers in ``[0, C)``.
+
+    Examples
+    --------
+    >>> round(float(ce_margins(torch.tensor([[2.0, 0.0, 0.0]]), torch.tensor([0]))[0]), 4)  # log(2 e^-2)
+    -1.3069
     """
+    logits, labels = check_logits_labels(logits, labels)
+    return _ce_margins(logits, labels)
+
+
+def _ce_margins(logits, labels):
     diff = logits - logits.gather(1, labels[:, None])
     mask = F.one_hot(labels, logits.shape[1]).bool()
     return torch.logsumexp(diff.masked_fill(mask, -math.inf), dim=1)
@@ -102,7 +117,16 @@ def log_mean_ce(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tenso
     >>> float(log_mean_ce(z, torch.tensor([0])))  # CE = e^{-800} underflows, its log does not
     -800.0
     """
-    lsp = _log_softplus(ce_margins(logits, labels))
+    logits, labels = check_logits_labels(logits, labels)
+    if weights is not None:
+        weights = torch.as_tensor(weights, dtype=logits.dtype, device=logits.device)
+        if weights.shape != labels.shape or not torch.isfinite(weights).all() or (weights < 0).any():
+            raise ValueError(f"weights must be {labels.shape[0]} finite non-negative numbers; got shape {tuple(weights.shape)}.")
+    return _log_mean_ce(logits, labels, weights)
+
+
+def _log_mean_ce(logits, labels, weights=None):
+    lsp = _log_softplus(_ce_margins(logits, labels))
     if weights is None:
         return torch.logsumexp(lsp, 0) - math.log(lsp.numel())
     return torch.logsumexp(lsp + torch.log(weights), 0)
@@ -184,7 +208,7 @@ def ufm_objective(W, H, labels, *, lam_w: float = 0.0, lam_h: float = 0.0, multi
     -------
     0-d Tensor
     """
-    ce = F.softplus(ce_margins(H @ W.T, labels))
+    ce = F.softplus(ce_margins(H @ W.T, labels))  # validates labels
     mult = torch.ones_like(ce) if multiplicity is None else multiplicity.to(ce.dtype)
     n = mult.sum()
     reg = 0.5 * lam_w * (W**2).sum() + 0.5 * lam_h * (mult[:, None] * H**2).sum()
@@ -215,7 +239,7 @@ class _Problem:
         return V / self.mult.sqrt()[:, None]
 
     def log_objective(self, W, V, lam_w, lam_h):
-        log_ce = log_mean_ce(self.features(V) @ W.T, self.rows, self.weights)
+        log_ce = _log_mean_ce(self.features(V) @ W.T, self.rows, self.weights)
         ridge = 0.5 * lam_w * (W**2).sum() + 0.5 * lam_h * (V**2).sum()
         return torch.logaddexp(log_ce, torch.log(ridge)) if (lam_w > 0 or lam_h > 0) else log_ce
 
