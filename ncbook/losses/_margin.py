@@ -50,7 +50,7 @@ def margin_cross_entropy(logits: torch.Tensor, labels, margins, reduction: str =
     Dividing by ``gamma_y`` acts as a per-sample temperature: a class with a larger
     margin needs a larger logit gap ``z_y - z_c`` for the same loss. (This is the
     official code's form; it is not LDAM's subtraction, see
-    :func:`additive_margin_cross_entropy`.) All margins equal to 1 give plain CE.
+    :func:`ldam_loss`.) All margins equal to 1 give plain CE.
 
     Parameters
     ----------
