@@ -95,6 +95,14 @@ def weighted_cross_entropy(
     ----------
     Inverse-frequency weights: e.g. the ``IBReweight`` rule of Park et al. 2021;
     class-balanced weights: Cui et al., CVPR 2019, arXiv:1901.05555.
+
+    Examples
+    --------
+    >>> z, y = torch.tensor([[0.0, 0.0], [0.0, 0.0]]), torch.tensor([0, 1])
+    >>> round(weighted_cross_entropy(z, y, [1.0, 3.0]).item(), 4)  # every CE is log 2
+    0.6931
+    >>> round(weighted_cross_entropy(z, y, [1.0, 3.0], normalizer="batch").item(), 4)  # (1 + 3) log 2 / 2
+    1.3863
     """
     logits, labels = check_logits_labels(logits, labels)
     c = logits.shape[1]
@@ -110,7 +118,14 @@ def weighted_cross_entropy(
 
 
 class WeightedCrossEntropy(nn.Module):
-    """Module form of :func:`weighted_cross_entropy`; ``weight`` is a buffer (or ``None``)."""
+    """Module form of :func:`weighted_cross_entropy`; ``weight`` is a buffer (or ``None``).
+
+    Examples
+    --------
+    >>> loss = WeightedCrossEntropy([1.0, 3.0])
+    >>> round(loss(torch.zeros(2, 2), torch.tensor([0, 1])).item(), 4)
+    0.6931
+    """
 
     def __init__(self, weight: Any = None, *, normalizer: str = "weights", reduction: str = "mean") -> None:
         super().__init__()
@@ -161,6 +176,12 @@ def focal_loss(
     ----------
     Lin, Goyal, Girshick, He, Dollár, "Focal Loss for Dense Object Detection", ICCV 2017,
     eq. (5), arXiv:1708.02002.
+
+    Examples
+    --------
+    >>> z, y = torch.tensor([[0.0, 0.0]]), torch.tensor([0])
+    >>> round(focal_loss(z, y, gamma=1.0).item(), 4)  # (1 - 1/2) log 2
+    0.3466
     """
     logits, labels = check_logits_labels(logits, labels)
     c = logits.shape[1]
@@ -174,7 +195,13 @@ def focal_loss(
 
 
 class FocalLoss(nn.Module):
-    """Module form of :func:`focal_loss`."""
+    """Module form of :func:`focal_loss`.
+
+    Examples
+    --------
+    >>> round(FocalLoss(gamma=0.0)(torch.zeros(1, 2), torch.tensor([0])).item(), 4)  # gamma = 0: CE
+    0.6931
+    """
 
     def __init__(self, *, gamma: float = 1.0, weight: Any = None, reduction: str = "mean") -> None:
         super().__init__()
@@ -222,6 +249,13 @@ def ldam_loss(
     References
     ----------
     Cao et al., NeurIPS 2019, eq. (10) and Algorithm 1 (DRW), arXiv:1906.07413.
+
+    Examples
+    --------
+    >>> round(ldam_loss(torch.tensor([[0.0, 0.0]]), torch.tensor([0]), [0.5, 0.5], scale=1.0).item(), 4)
+    0.9741
+    >>> round(ldam_loss(torch.tensor([[0, 0]]), torch.tensor([0]), [0.5, 0.5], scale=1.0).item(), 4)  # integers promoted
+    0.9741
     """
     logits, labels = check_logits_labels(logits, labels)
     c = logits.shape[1]
@@ -252,6 +286,14 @@ class LDAMLoss(nn.Module):
     References
     ----------
     Cao et al., NeurIPS 2019, arXiv:1906.07413.
+
+    Examples
+    --------
+    >>> loss = LDAMLoss([16, 1], scale=1.0, drw_epoch=None)
+    >>> loss.margins.tolist()  # 0.5 (n_min / n_c)^(1/4)
+    [0.25, 0.5]
+    >>> round(loss(torch.zeros(1, 2), torch.tensor([1])).item(), 4)  # log(1 + e^{0.5})
+    0.9741
     """
 
     def __init__(self, counts: Any, *, max_margin: float = 0.5, scale: float = 30.0, drw_epoch: int | None = 160,
@@ -292,6 +334,11 @@ def logit_adjustment(logits: torch.Tensor, counts: Any, *, tau: float = 1.0) -> 
     ----------
     Menon, Jayasumana, Rawat, Jain, Veit, Kumar, "Long-tail learning via logit
     adjustment", ICLR 2021, eq. (9), arXiv:2007.07314.
+
+    Examples
+    --------
+    >>> logit_adjustment(torch.tensor([[6, 0]]), [9, 1]).numpy().round(4)  # 6 - log 0.9, 0 - log 0.1
+    array([[6.1054, 2.3026]], dtype=float32)
     """
     logits = check_logits(logits)
     log_pi = _log_prior(counts, logits)
@@ -320,6 +367,14 @@ def logit_adjusted_loss(
     References
     ----------
     Menon et al., ICLR 2021, eq. (10), arXiv:2007.07314.
+
+    Examples
+    --------
+    >>> z, y = torch.zeros(1, 2), torch.tensor([0])
+    >>> round(logit_adjusted_loss(z, y, [1, 1]).item(), 4)  # a uniform prior changes nothing
+    0.6931
+    >>> round(logit_adjusted_loss(z, y, [3, 1]).item(), 4)  # -log(3/4)
+    0.2877
     """
     logits, labels = check_logits_labels(logits, labels)
     check_reduction(reduction)
@@ -328,7 +383,13 @@ def logit_adjusted_loss(
 
 
 class LogitAdjustedLoss(nn.Module):
-    """Module form of :func:`logit_adjusted_loss`; ``log pi`` is a buffer."""
+    """Module form of :func:`logit_adjusted_loss`; ``log pi`` is a buffer.
+
+    Examples
+    --------
+    >>> round(LogitAdjustedLoss([3, 1])(torch.zeros(1, 2), torch.tensor([0])).item(), 4)
+    0.2877
+    """
 
     def __init__(self, counts: Any, *, tau: float = 1.0, reduction: str = "mean") -> None:
         super().__init__()
@@ -375,6 +436,12 @@ def ib_loss(
     ----------
     Park, Lim, Jeon, Choi, "Influence-Balanced Loss for Imbalanced Visual
     Classification", ICCV 2021, eq. (7)-(8), arXiv:2110.02444.
+
+    Examples
+    --------
+    >>> z, y, h = torch.zeros(1, 2), torch.tensor([0]), torch.tensor([[1.0, 1.0]])
+    >>> round(ib_loss(z, y, h, alpha=1.0, eps=1e-12).item(), 4)  # log 2 / (|(1/2, 1/2) - (1, 0)|_1 |h|_1)
+    0.3466
     """
     logits, labels = check_logits_labels(logits, labels)
     c = logits.shape[1]
@@ -408,6 +475,12 @@ class IBLoss(nn.Module):
     References
     ----------
     Park et al., ICCV 2021, arXiv:2110.02444.
+
+    Examples
+    --------
+    >>> loss = IBLoss(alpha=1.0, eps=1e-12, start_epoch=0)
+    >>> round(loss(torch.zeros(1, 2), torch.tensor([0]), torch.tensor([[1.0, 1.0]])).item(), 4)
+    0.3466
     """
 
     needs_features = True

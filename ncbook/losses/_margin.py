@@ -239,6 +239,13 @@ class MR2Loss(nn.Module):
     References
     ----------
     MR2, arXiv:2602.00205, Sec. 4 and Algorithm 1; official code ``MRFLoss``.
+
+    Examples
+    --------
+    >>> loss = MR2Loss(2, lam=0.0)
+    >>> z, y, phi = torch.zeros(2, 2), torch.tensor([0, 1]), torch.eye(2)
+    >>> round(loss(z, y, phi).item(), 4)  # equal statistics: every margin is c_bar = 1, plain CE
+    0.6931
     """
 
     needs_features = True

@@ -86,6 +86,12 @@ def inverse_reweighted_ce(
     References
     ----------
     Wang et al. 2026, arXiv:2605.10047; official class ``IGRReweightCELoss``.
+
+    Examples
+    --------
+    >>> z, y = torch.zeros(2, 2), torch.tensor([0, 1])
+    >>> round(inverse_reweighted_ce(z, y).item(), 4)  # equal class losses: every weight is 1, plain CE
+    0.6931
     """
     logits, labels = check_logits_labels(logits, labels)
     n, c = logits.shape
@@ -154,6 +160,14 @@ class InverseReweightedCE(nn.Module):
     ----------
     Wang et al. 2026, arXiv:2605.10047; official class ``IGRReweightCELoss`` and the
     ``ce_then_reweighting`` mode of its training script.
+
+    Examples
+    --------
+    >>> loss = InverseReweightedCE(2)
+    >>> round(loss(torch.zeros(2, 2), torch.tensor([0, 1])).item(), 4)
+    0.6931
+    >>> loss.batch_counts.tolist()  # each class was in one batch
+    [1.0, 1.0]
     """
 
     def __init__(
