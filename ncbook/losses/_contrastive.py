@@ -81,6 +81,12 @@ def generalized_contrastive_loss(
     Shape
     -----
     anchor (n, d), positive (n, d), negatives (n, k, d) -> (n,) or ().
+
+    Examples
+    --------
+    >>> a = torch.tensor([[1.0, 0.0]]); p = a.clone(); neg = torch.tensor([[[0.0, 1.0]]])
+    >>> round(generalized_contrastive_loss(a, p, neg, psi="exp").item(), 4)  # e^{(0 - 1) / 1}
+    0.3679
     """
     t = check_positive("temperature", temperature)
     if not callable(psi):
@@ -112,7 +118,14 @@ def info_nce(anchor, positive, negatives, temperature: float = 1.0, *, normalize
 
 
 class GeneralizedContrastiveLoss(nn.Module):
-    """Module form of :func:`generalized_contrastive_loss` (holds ``temperature``, ``psi``, ``reduction``)."""
+    """Module form of :func:`generalized_contrastive_loss` (holds ``temperature``, ``psi``, ``reduction``).
+
+    Examples
+    --------
+    >>> a = torch.tensor([[1.0, 0.0]])
+    >>> round(GeneralizedContrastiveLoss(temperature=0.5)(a, a, torch.tensor([[[0.0, 1.0]]])).item(), 4)  # log(1 + e^-2)
+    0.1269
+    """
 
     def __init__(self, temperature: float = 1.0, psi="infonce", *, normalize: bool = True, reduction: str = "mean"):
         super().__init__()
@@ -151,6 +164,15 @@ def contrastive_batch_indices(labels, num_anchors: int, k: int, *, setting: str 
     ------
     ValueError
         ``k < 1``, unknown setting, or SCL with a single class.
+
+    Examples
+    --------
+    >>> a, p, n = contrastive_batch_indices(torch.tensor([0, 0, 1]), 4, 2, setting="scl",
+    ...                                     generator=torch.Generator().manual_seed(0))
+    >>> a.shape, n.shape
+    (torch.Size([4]), torch.Size([4, 2]))
+    >>> bool((torch.tensor([0, 0, 1])[n] != torch.tensor([0, 0, 1])[a][:, None]).all())  # SCL: other classes only
+    True
     """
     labels = check_labels(labels)
     check_in("setting", setting, ("ucl", "scl"))

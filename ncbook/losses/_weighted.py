@@ -85,6 +85,11 @@ def supcon_weights(labels) -> torch.Tensor:
     References
     ----------
     Khosla et al. 2020, the ``L_out`` loss; arXiv:2605.13943, Sec. on supervised weights.
+
+    Examples
+    --------
+    >>> supcon_weights([0, 0, 1]).tolist()
+    [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
     y = check_labels(labels)
     return (y[:, None] == y[None, :]).to(torch.float64)
@@ -115,6 +120,11 @@ def soft_supcon_weights(labels, epsilon: float) -> torch.Tensor:
     References
     ----------
     arXiv:2605.13943, Soft SupCon and its closed form.
+
+    Examples
+    --------
+    >>> soft_supcon_weights([0, 1], 0.1).tolist()
+    [[1.0, 0.1], [0.1, 1.0]]
     """
     eps = check_positive("epsilon", epsilon)
     if eps > 1:
@@ -263,6 +273,14 @@ def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", temperatur
     Returns
     -------
     Tensor of shape (N, N) (the diagonal is kept; callers mask it).
+
+    Examples
+    --------
+    >>> z = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    >>> latent_similarity(z, temperature=0.5).tolist()  # a zero row has cosine 0
+    [[0.0, 0.0], [0.0, 2.0]]
+    >>> latent_similarity(z, similarity="euclidean", temperature=5.0).tolist()  # -25 / 5
+    [[-0.0, -5.0], [-5.0, -0.0]]
     """
     check_in("similarity", similarity, SIMILARITIES)
     t = _check_tau(temperature)
@@ -395,6 +413,11 @@ def entropic_lower_bound(weights) -> float:
     References
     ----------
     arXiv:2605.13943, the entropic lower bound (reached iff ``S_ij = log w_ij + c``).
+
+    Examples
+    --------
+    >>> round(entropic_lower_bound(supcon_weights([0, 0, 0, 1, 1, 1])), 6)  # two positives each: log 2
+    0.693147
     """
     check_square("weights", weights)
     w = torch.as_tensor(as_float64(weights))
@@ -436,6 +459,12 @@ def column_normalized_w_info_nce(
     ----------
     Dufumier et al. 2021, reference implementation of the generalised supervised
     NT-Xent loss; arXiv:2605.13943 discusses the y-Aware objective.
+
+    Examples
+    --------
+    >>> z, w = torch.eye(3, dtype=torch.float64), torch.ones(3, 3, dtype=torch.float64)
+    >>> round(float(column_normalized_w_info_nce(z, w, temperature=1.0)), 6)  # uniform weights: as w_info_nce
+    0.693147
     """
     z = check_features(z, "z")
     n = z.shape[0]
@@ -508,6 +537,13 @@ def prototype_w_info_nce(
     References
     ----------
     arXiv:2605.13943, class-collapsed form of the supervised objectives.
+
+    Examples
+    --------
+    >>> protos = torch.eye(2, dtype=torch.float64)
+    >>> full = w_info_nce(protos[[0, 0, 1]], supcon_weights([0, 0, 1]), temperature=1.0)
+    >>> bool(torch.isclose(prototype_w_info_nce(protos, [2, 1], torch.eye(2), temperature=1.0), full))
+    True
     """
     check_in("similarity", similarity, SIMILARITIES)
     t = _check_tau(temperature)
@@ -536,6 +572,11 @@ def prototype_entropic_lower_bound(counts, class_weights) -> float:
     Returns
     -------
     float (nats).
+
+    Examples
+    --------
+    >>> round(prototype_entropic_lower_bound([3, 3], torch.eye(2)), 6)  # as the sample-level SupCon bound
+    0.693147
     """
     cnt = check_counts(counts)
     dummy = torch.zeros(cnt.size, 1, dtype=torch.float64)
@@ -568,6 +609,13 @@ class WInfoNCELoss(nn.Module):
     Shape
     -----
     features ``(B, d)``, targets ``(B,)`` or ``(B, p)``; output scalar or ``(B,)``.
+
+    Examples
+    --------
+    >>> loss = WInfoNCELoss(supcon_weights, temperature=1.0)
+    >>> z = torch.eye(3, dtype=torch.float64)
+    >>> round(float(loss(None, torch.tensor([0, 0, 0]), z)), 6)
+    0.693147
     """
 
     needs_features = True
