@@ -32,6 +32,11 @@ def per_class_accuracy(predictions, labels, num_classes: int | None = None) -> t
     Returns
     -------
     Tensor of shape (C,), float64; NaN for a class absent from ``labels``.
+
+    Examples
+    --------
+    >>> per_class_accuracy(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 0, 1, 1]), 3).tolist()
+    [0.5, 0.5, nan]
     """
     y = check_labels(labels, num_classes).cpu()
     p = _preds(predictions)
@@ -63,6 +68,12 @@ def shot_accuracy(predictions, labels, train_counts, *, many: int = 100, few: in
     -------
     dict with float values ``overall`` (mean over classes), ``many``, ``medium``, ``few``
     (NaN for an empty group).
+
+    Examples
+    --------
+    >>> out = shot_accuracy(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 2]), [500, 50, 5])
+    >>> out["many"], out["medium"], out["few"]
+    (1.0, 1.0, 0.0)
     """
     counts = check_counts(train_counts, "train_counts")
     if few > many:
@@ -91,6 +102,11 @@ def difficulty_groups(class_accuracy, *, groups: Sequence[str] = ("easy", "mediu
     Returns
     -------
     dict mapping group name to an int array of class indices.
+
+    Examples
+    --------
+    >>> difficulty_groups([0.9, 0.2, 0.5, 0.7, 0.1, 0.8])
+    {'easy': array([0, 5]), 'medium': array([2, 3]), 'hard': array([1, 4])}
     """
     acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
                      dtype=np.float64)
@@ -103,7 +119,13 @@ def difficulty_groups(class_accuracy, *, groups: Sequence[str] = ("easy", "mediu
 
 
 def group_accuracy(class_accuracy, groups: dict[str, np.ndarray]) -> dict[str, float]:
-    """Mean per-class accuracy within each group (classes weighted equally)."""
+    """Mean per-class accuracy within each group (classes weighted equally).
+
+    Examples
+    --------
+    >>> group_accuracy([0.9, 0.2, 0.5, 0.7], {"easy": np.array([0, 3]), "hard": np.array([1, 2])})
+    {'easy': 0.8, 'hard': 0.35}
+    """
     acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
                      dtype=np.float64)
     return {name: float(acc[idx].mean()) for name, idx in groups.items()}

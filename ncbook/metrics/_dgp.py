@@ -75,6 +75,13 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) 
     References
     ----------
     arXiv:2605.13943, the entropic gap.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = np.ones((3, 3))
+    >>> entropic_gap(np.eye(3), w, temperature=1.0)  # equal similarities meet uniform targets
+    0.0
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
     t = check_positive("temperature", temperature)
@@ -113,6 +120,14 @@ def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:
     References
     ----------
     arXiv:2605.13943, the similarity coefficient ``r^2_{s-sim}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([[0.0], [1.0], [3.0]])
+    >>> w = np.exp(-((y - y.T) ** 2))  # Gaussian kernel; the Euclidean latent at z = y is its optimum
+    >>> round(r2_similarity(y, w, similarity="euclidean"), 12)
+    1.0
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
     z, w = _inputs(z, weights)
@@ -143,5 +158,12 @@ def r2_procrustes(z, reference) -> float:
     ----------
     arXiv:2605.13943, ``r^2_{Proc}``; :func:`scipy.spatial.procrustes` through
     :func:`ncbook.geometry.procrustes_r2`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ref = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> round(r2_procrustes(5 * ref[:, ::-1] - 1, ref), 12)  # a similarity transform of ref
+    1.0
     """
     return procrustes_r2(z, reference)
