@@ -110,6 +110,12 @@ def class_feature_statistics(
     References
     ----------
     MR2, arXiv:2602.00205, Sec. 3 (class-sensitive bound) and Sec. 4 (EMA estimates).
+
+    Examples
+    --------
+    >>> norms, devs, counts = class_feature_statistics(torch.tensor([[1.0, 0.0], [3.0, 0.0], [0.0, 2.0]]), [0, 0, 1], 2)
+    >>> norms.tolist(), devs.tolist(), counts.tolist()  # means (2, 0) and (0, 2); class 0 deviates by 1
+    ([4.0, 4.0], [1.0, 0.0], [2, 1])
     """
     features = check_features(features)
     num_classes = check_int("num_classes", num_classes, 1)

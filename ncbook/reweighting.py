@@ -120,6 +120,11 @@ def effective_number_weights(counts: Any, beta: float = 0.9999) -> torch.Tensor:
     ----------
     Cui, Jia, Lin, Song, Belongie, "Class-Balanced Loss Based on Effective Number of
     Samples", CVPR 2019, eq. (3)-(4), arXiv:1901.05555.
+
+    Examples
+    --------
+    >>> [round(v, 4) for v in effective_number_weights([10, 1], 0.9).tolist()]  # the rare class weighs more
+    [0.2662, 1.7338]
     """
     n = torch.as_tensor(check_counts(counts), dtype=torch.float64)
     beta = check_nonnegative("beta", beta)
@@ -151,6 +156,11 @@ def prior_weights(num_classes: int, prior: Any = "uniform", counts: Any = None) 
     ValueError
         For an unknown name, a frequency prior without ``counts``, a wrong length, or
         a non-positive entry.
+
+    Examples
+    --------
+    >>> prior_weights(2, "inv_freq", [3, 1]).tolist()  # 1 / n_c, normalised to mean 1
+    [0.5, 1.5]
     """
     c = check_int("num_classes", num_classes, 1)
     if isinstance(prior, str):

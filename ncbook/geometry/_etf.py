@@ -34,6 +34,11 @@ def etf_gram(num_classes: int) -> np.ndarray:
     References
     ----------
     Papyan, Han, Donoho, "Prevalence of neural collapse ...", PNAS 2020, Definition 1.
+
+    Examples
+    --------
+    >>> etf_gram(3).round(4).tolist()
+    [[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]]
     """
     c = check_int("num_classes", num_classes, 2)
     return (np.eye(c) - np.ones((c, c)) / c) * c / (c - 1)
@@ -95,6 +100,11 @@ def gram(x):
     Returns
     -------
     Same type as ``x``, shape (n, n).
+
+    Examples
+    --------
+    >>> gram(np.array([[1.0, 2.0], [0.0, 1.0]])).tolist()
+    [[5.0, 2.0], [2.0, 1.0]]
     """
     check_matrix("x", x)
     return x @ x.T
@@ -149,6 +159,11 @@ def frobenius_distance(a, b):
     ------
     ValueError
         If the shapes differ or either matrix is zero.
+
+    Examples
+    --------
+    >>> round(frobenius_distance(np.eye(2), 3 * np.eye(2)), 12)  # scale-free
+    0.0
     """
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"a and b must have the same shape; got {tuple(a.shape)} and {tuple(b.shape)}.")
@@ -191,6 +206,13 @@ def procrustes_align(x, y) -> tuple[np.ndarray, np.ndarray, float]:
     ----------
     Gower, "Generalized Procrustes analysis", Psychometrika 1975;
     :func:`scipy.spatial.procrustes`.
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> _, _, disparity = procrustes_align(x, x[:, ::-1])  # a reflection aligns exactly
+    >>> round(disparity, 12)
+    0.0
     """
     x, y = as_float64(x), as_float64(y)
     if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
