@@ -77,6 +77,12 @@ class MLP(FeatureClassifier):
     batchnorm : bool
     normalize : bool
         L2-normalise features.
+
+    Examples
+    --------
+    >>> net = MLP()
+    >>> net(torch.zeros(2, 64)).shape, net.features(torch.zeros(2, 64)).shape
+    (torch.Size([2, 10]), torch.Size([2, 32]))
     """
 
     def __init__(self, in_dim: int = 64, hidden: Sequence[int] = (512, 512), feat_dim: int = 32, num_classes: int = 10,
@@ -169,7 +175,13 @@ class ResNetCIFAR(FeatureClassifier):
 
 
 def resnet32(num_classes: int = 10, **kwargs) -> ResNetCIFAR:
-    """ResNet-32 for 32x32 inputs (0.46M parameters), see :class:`ResNetCIFAR`."""
+    """ResNet-32 for 32x32 inputs (0.46M parameters), see :class:`ResNetCIFAR`.
+
+    Examples
+    --------
+    >>> resnet32(10)(torch.zeros(1, 3, 32, 32)).shape
+    torch.Size([1, 10])
+    """
     return ResNetCIFAR(32, num_classes, **kwargs)
 
 
@@ -187,6 +199,11 @@ def cosine_logits(features: torch.Tensor, weight: torch.Tensor, *, scale: float 
     Returns
     -------
     torch.Tensor of shape (n, C)
+
+    Examples
+    --------
+    >>> cosine_logits(torch.tensor([[1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 2.0]]), scale=2.0)
+    tensor([[1.4142, 1.4142]])
     """
     features = check_features(features)
     weight = check_features(weight, "weight")
@@ -216,6 +233,12 @@ class CosineClassifier(nn.Module):
     References
     ----------
     MR2, arXiv:2602.00205 (cosine classifiers with the L_p statistics).
+
+    Examples
+    --------
+    >>> head = CosineClassifier(4, 3, scale=16.0)
+    >>> head(torch.randn(5, 4)).shape, head.bias is None
+    (torch.Size([5, 3]), True)
     """
 
     #: No bias: the head is a drop-in for the bias-free ``nn.Linear`` classifier of

@@ -207,6 +207,12 @@ def ufm_objective(W, H, labels, *, lam_w: float = 0.0, lam_h: float = 0.0, multi
     Returns
     -------
     0-d Tensor
+
+    Examples
+    --------
+    >>> W, H = torch.eye(2, dtype=torch.float64), torch.zeros(2, 2, dtype=torch.float64)
+    >>> round(float(ufm_objective(W, H, torch.tensor([0, 1]))), 4)  # zero features: CE = log 2
+    0.6931
     """
     ce = F.softplus(ce_margins(H @ W.T, labels))  # validates labels
     mult = torch.ones_like(ce) if multiplicity is None else multiplicity.to(ce.dtype)

@@ -64,6 +64,11 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temp
     Returns
     -------
     Tensor (scalar), differentiable in ``features``.
+
+    Examples
+    --------
+    >>> round(float(contrastive_ufm_risk(torch.eye(2, dtype=torch.float64), torch.tensor([0, 1]), 1)), 4)
+    0.5032
     """
     check_matrix("features", features)
     labels = check_labels(labels)
@@ -155,6 +160,12 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", temperature: fl
     -----
     ncbook.InaccurateSolutionWarning
         If ``steps`` run out before the gradient falls below ``tol``.
+
+    Examples
+    --------
+    >>> res = fit_contrastive_ufm([2, 1, 1], 1, steps=3000, lr=1.0, tol=1e-8)
+    >>> res.status, res.class_gram.round(3)[0].tolist()  # collapsed classes, the majority pushed away
+    ('optimal', [1.0, -0.658, -0.658])
     """
     counts = check_counts(counts, min_classes=2)
     check_in("setting", setting, ("ucl", "scl"))

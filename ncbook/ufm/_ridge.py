@@ -76,7 +76,13 @@ class RidgeOptimum:
 
     @property
     def sel_distance(self) -> float:
-        """Scale-free distance of the sample logits to the SEL matrix (SELI)."""
+        """Scale-free distance of the sample logits to the SEL matrix (SELI).
+
+        Examples
+        --------
+        >>> sel_distance(np.eye(2) - 0.5, [3, 1])  # logits proportional to the SEL matrix
+        0.0
+        """
         return sel_distance(self.logits, self.counts)
 
 

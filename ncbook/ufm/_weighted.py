@@ -188,6 +188,13 @@ def fit_free_embeddings(
     -----
     ncbook.InaccurateSolutionWarning
         If the gradient certificate does not hold (status ``"inaccurate"``).
+
+    Examples
+    --------
+    >>> from ncbook.losses import supcon_weights
+    >>> fit = fit_free_embeddings(supcon_weights([0, 0, 1, 1]), similarity="euclidean", temperature=0.5, dim=3)
+    >>> fit.status, fit.gap < 1e-10  # Euclidean SupCon can reach its bound (classes drift apart)
+    ('optimal', True)
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
     check_positive("temperature", temperature)
@@ -237,6 +244,12 @@ def fit_prototypes(
     Returns
     -------
     EmbeddingFit (``solution`` holds the prototypes).
+
+    Examples
+    --------
+    >>> fit = fit_prototypes([3, 3], np.eye(2), temperature=0.5, dim=2)
+    >>> fit.status, round(float(fit.solution[0] @ fit.solution[1]), 6)  # two classes: antipodal prototypes
+    ('optimal', -1.0)
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
     check_positive("temperature", temperature)
