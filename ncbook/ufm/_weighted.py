@@ -43,7 +43,7 @@ class EmbeddingFit:
         ``objective - bound`` (can be slightly negative at round-off level).
     status : {"optimal", "inaccurate"}
         ``"optimal"`` when the stationarity certificate holds: the largest entry of the
-        loss gradient at the solution is at most ``gtol`` (default ``1e-7``);
+        loss gradient at the solution is at most ``gtol`` (default ``1e-6``);
         ``"inaccurate"`` otherwise, with an :class:`ncbook.InaccurateSolutionWarning`.
         A fit whose loss is not finite raises :class:`ncbook.SolverError`.
     iterations : int
@@ -147,7 +147,7 @@ def fit_free_embeddings(
     lbfgs_steps: int = 500,
     lr: float = 0.05,
     threads: int = 1,
-    gtol: float = 1e-7,
+    gtol: float = 1e-6,
 ) -> EmbeddingFit:
     """Minimise :func:`ncbook.losses.w_info_nce` over free embeddings ``z`` (N, dim).
 
@@ -225,7 +225,7 @@ def fit_prototypes(
     lbfgs_steps: int = 500,
     lr: float = 0.05,
     threads: int = 1,
-    gtol: float = 1e-7,
+    gtol: float = 1e-6,
 ) -> EmbeddingFit:
     """Minimise the class-level :func:`ncbook.losses.prototype_w_info_nce` over prototypes (C, dim).
 
