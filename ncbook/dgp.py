@@ -30,6 +30,12 @@ Each solver returns a :class:`DGPResult` with ``status``:
     PSD at any shift, its minimal rank exceeds ``dim``, or (cosine latent) a zero weight asks
     for a similarity of ``-inf``.
 
+These ``status`` values are the verdict of an exact spectral analysis (eigenvalues of a
+symmetric matrix), not an iterative solver's certificate, so the solver vocabulary of
+:mod:`ncbook._status` ("optimal" / "inaccurate" / :class:`ncbook.SolverError`) does not
+apply; in cvxpy's words "feasible" is *optimal*, "inconsistent" *infeasible*, and
+"degenerate" *unbounded* (the bound is an infimum, or not unique).
+
 References
 ----------
 Vock, Duchesnay, Dufumier, "A Unified Geometric Framework for Weighted Contrastive
