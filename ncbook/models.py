@@ -35,6 +35,13 @@ class FeatureClassifier(nn.Module):
         L2-normalise the features (contrastive chapters).
     bias : bool
         Give the classifier a bias (off by default: NC theory is bias-free).
+
+    Examples
+    --------
+    >>> net = FeatureClassifier(nn.Flatten(), 4, 3)
+    >>> logits, feats = net.forward_features(torch.ones(2, 2, 2))
+    >>> logits.shape, feats.shape, net.classifier.weight.shape
+    (torch.Size([2, 3]), torch.Size([2, 4]), torch.Size([3, 4]))
     """
 
     def __init__(self, body: nn.Module, feat_dim: int, num_classes: int, *, normalize: bool = False, bias: bool = False):
@@ -107,6 +114,12 @@ class SmallCNN(FeatureClassifier):
     feat_dim : int
     width : int
         Channels of the first stage (doubled at each stage).
+
+    Examples
+    --------
+    >>> net = SmallCNN()
+    >>> net(torch.zeros(2, 3, 32, 32)).shape
+    torch.Size([2, 10])
     """
 
     def __init__(self, in_channels: int = 3, num_classes: int = 10, feat_dim: int = 128, *, width: int = 32,
