@@ -8,6 +8,8 @@ Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
 """
 
 from .profiles import checkpoint_dir
+from ._status import InaccurateSolutionWarning
+from ._status import SolverError
 from .profiles import data_root
 from .profiles import default_device
 from .profiles import profile
@@ -18,6 +20,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "checkpoint_dir",
+    "InaccurateSolutionWarning",
+    "SolverError",
     "data_root",
     "default_device",
     "profile",

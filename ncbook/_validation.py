@@ -15,11 +15,14 @@ import torch
 
 __all__ = [
     "as_float64",
+    "check_class_vector",
     "check_counts",
+    "check_features",
     "check_finite",
     "check_in",
     "check_int",
     "check_labels",
+    "check_logits",
     "check_logits_labels",
     "check_matrix",
     "check_positive",
@@ -30,6 +33,7 @@ __all__ = [
     "check_square",
     "check_symmetric",
     "reduce",
+    "safe_eps",
 ]
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -53,11 +57,67 @@ def check_in(name: str, value: Any, allowed: Sequence[Any]) -> Any:
     return value
 
 
-def check_int(name: str, value: Any, minimum: int) -> int:
-    """Return ``value`` as an ``int`` if it is an integer (not a bool) ``>= minimum``; else raise ``ValueError``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
+def _is_int(value: Any) -> bool:
+    """A Python or numpy integer, or a 0-d integer tensor/array; never a bool."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (int, np.integer)):
+        return True
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 0:
+        kind = value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool \
+            if isinstance(value, torch.Tensor) else value.dtype.kind not in "iu"
+        return not kind
+    return False
+
+
+def check_int(name: str, value: Any, minimum: int, maximum: int | None = None, *, allow_none: bool = False,
+              what: str = "") -> int | None:
+    """Return ``value`` as an ``int`` if it is an integer in ``[minimum, maximum]``; else raise.
+
+    Python ints, numpy integers and 0-d integer tensors pass; bools and floats do not
+    (like scikit-learn's ``check_scalar``). ``what`` is a short gloss added to the message,
+    e.g. ``"the embedding dimension d"``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer (the message names its type).
+    ValueError
+        If it lies outside the range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_int("num_classes", np.int64(10), 2)
+    10
+    >>> check_int("num_classes", 1, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_classes must be an integer >= 2; got 1.
+    """
+    if value is None and allow_none:
+        return None
+    gloss = f" ({what})" if what else ""
+    bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an integer {bound}{' or None' if allow_none else ''}{gloss}; "
+                        f"got {type(value).__name__} {value!r}.")
+    if int(value) < minimum or (maximum is not None and int(value) > maximum):
+        raise ValueError(f"{name} must be an integer {bound}{' or None' if allow_none else ''}{gloss}; got {int(value)}.")
     return int(value)
+
+
+def safe_eps(dtype: torch.dtype) -> float:
+    """The smallest positive normal number of a float ``dtype``: a floor that never rounds to 0.
+
+    A fixed ``1e-12`` is 0 in float16, so ``x / max(|x|, 1e-12)`` is ``0 / 0`` for a zero row.
+
+    Examples
+    --------
+    >>> safe_eps(torch.float16) > 0, safe_eps(torch.float64) < 1e-300
+    (True, True)
+    """
+    return torch.finfo(dtype).tiny
 
 
 def check_reduction(reduction: str) -> str:
@@ -122,16 +182,32 @@ def check_counts(counts: Any, name: str = "counts", *, min_classes: int = 1) -> 
     return arr.astype(np.int64)
 
 
-def check_probabilities(p: Any, name: str = "class_probs", *, atol: float = 1e-8, strictly_positive: bool = True) -> np.ndarray:
+def check_probabilities(p: Any, name: str = "class_probs", *, atol: float | None = None,
+                        strictly_positive: bool = True) -> np.ndarray:
     """Return a probability vector as float64, checking it lies on the simplex.
+
+    The sum must be 1 within ``atol``; by default the tolerance follows the input's
+    precision, ``max(1e-8, 4 C eps)`` with ``eps`` the machine epsilon of its float dtype
+    (float64 for lists), so a vector normalised in float32 passes.
 
     Raises
     ------
     ValueError
         If ``p`` is not 1-D, has a negative (or, with ``strictly_positive``, zero)
-        entry, or does not sum to 1 within ``atol``.
+        entry, or does not sum to 1 within the tolerance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> counts = np.array([5000, 2997, 1796, 1077, 645, 387, 232, 139, 83, 50], dtype=np.float32)
+    >>> check_probabilities(counts / counts.sum()).shape
+    (10,)
     """
-    arr = _to_numpy(p).astype(np.float64)
+    raw = _to_numpy(p)
+    if atol is None:
+        eps = np.finfo(raw.dtype).eps if raw.dtype.kind == "f" else np.finfo(np.float64).eps
+        atol = max(1e-8, 4.0 * max(raw.size, 1) * float(eps))
+    arr = raw.astype(np.float64)
     if arr.ndim != 1 or arr.size < 1:
         raise ValueError(f"{name} must be a non-empty 1-D probability vector; got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)):
@@ -141,7 +217,7 @@ def check_probabilities(p: Any, name: str = "class_probs", *, atol: float = 1e-8
     if np.any(arr < 0):
         raise ValueError(f"{name} must be non-negative; got {_short(arr)}.")
     if abs(arr.sum() - 1.0) > atol:
-        raise ValueError(f"{name} must sum to 1; got sum {arr.sum():.10g}. Normalise it first.")
+        raise ValueError(f"{name} must sum to 1 (within {atol:.2g}); got sum {arr.sum():.10g}. Normalise it first.")
     return arr
 
 
@@ -184,36 +260,129 @@ def check_symmetric(name: str, x: Any, *, atol: float = 1e-8) -> Any:
     return x
 
 
-def check_labels(labels: Any, num_classes: int | None = None, name: str = "labels") -> torch.Tensor:
-    """Return integer labels as a 1-D ``int64`` tensor in ``[0, num_classes)``."""
-    t = labels if isinstance(labels, torch.Tensor) else torch.as_tensor(np.asarray(labels))
-    if t.ndim != 1:
-        raise ValueError(f"{name} must be 1-D of shape (n,); got shape {tuple(t.shape)}.")
+def check_labels(labels: Any, num_classes: int | None = None, name: str = "labels", *,
+                 n: int | None = None) -> torch.Tensor:
+    """Return integer labels as a 1-D ``int64`` tensor in ``[0, num_classes)``.
+
+    Any integer dtype passes (torch ``int8``...``int64``, ``uint8``, numpy integers, lists of
+    ints); floats, complex numbers and bools are refused with the dtype named. ``n``, when
+    given, is the required length.
+
+    Examples
+    --------
+    >>> check_labels(torch.tensor([0, 2, 1], dtype=torch.int32), 3).dtype
+    torch.int64
+    >>> check_labels(torch.tensor([0.0, 1.0]))
+    Traceback (most recent call last):
+    ...
+    TypeError: labels must hold integers (any integer dtype); got dtype torch.float32.
+    """
+    if isinstance(labels, torch.Tensor):
+        t = labels
+    else:
+        arr = np.asarray(labels)
+        if arr.dtype.kind not in "iub" and arr.size:
+            raise TypeError(f"{name} must hold integers (any integer dtype); got dtype {arr.dtype}.")
+        if arr.dtype.kind == "u" and arr.dtype.itemsize > 1:
+            arr = arr.astype(np.int64)  # torch has no uint16/32/64 tensors everywhere
+        t = torch.as_tensor(arr if arr.size else arr.astype(np.int64))
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integers; got dtype {t.dtype}.")
+        raise TypeError(f"{name} must hold integers (any integer dtype); got dtype {t.dtype}.")
+    if t.ndim != 1:
+        raise ValueError(f"{name} must be 1-D of shape (n,); got shape {tuple(t.shape)} (dtype {t.dtype}).")
+    if n is not None and t.shape[0] != n:
+        raise ValueError(f"{name} must have length {n} (one label per row); got {t.shape[0]}.")
     t = t.long()
-    if t.numel() and t.min().item() < 0:
-        raise ValueError(f"{name} must be >= 0; got minimum {t.min().item()}.")
-    if num_classes is not None and t.numel() and t.max().item() >= num_classes:
-        raise ValueError(f"{name} must be < num_classes = {num_classes}; got maximum {t.max().item()}.")
+    if t.numel():
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0 or (num_classes is not None and hi >= num_classes):
+            allowed = f"lie in [0, {num_classes}) (num_classes = {num_classes})" if num_classes is not None else "be >= 0"
+            raise ValueError(f"{name} must {allowed}; got range [{lo}, {hi}].")
     return t
 
 
-def check_logits_labels(logits: Any, labels: Any, num_classes: int | None = None) -> tuple[int, int]:
-    """Check a loss's inputs: ``logits`` a 2-D tensor ``(n, C)``, ``labels`` an int64 tensor ``(n,)`` in ``[0, C)``.
+def _as_float_tensor(name: str, x: Any) -> torch.Tensor:
+    """A floating tensor: floats keep their dtype; integers and bools are promoted to the
+    default float dtype (exactly, never truncated); anything else is refused."""
+    if isinstance(x, np.ndarray):
+        x = torch.as_tensor(x)
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor; got {type(x).__name__}.")
+    if x.is_complex():
+        raise TypeError(f"{name} must be real; got dtype {x.dtype}.")
+    if not x.is_floating_point():
+        x = x.to(torch.get_default_dtype())
+    return x
 
-    ``num_classes``, when given, must equal ``C``. Returns ``(n, C)``.
+
+def check_logits(logits: Any, name: str = "logits", *, num_classes: int | None = None) -> torch.Tensor:
+    """Return ``logits`` as a 2-D floating tensor ``(n, C)``.
+
+    Floating tensors keep their dtype (float16, bfloat16, float32, float64); integer or bool
+    tensors are promoted to ``torch.get_default_dtype()`` so a loss never truncates its
+    float results to integers. ``num_classes``, when given, must equal ``C``.
+
+    Examples
+    --------
+    >>> check_logits(torch.tensor([[6, 0]])).dtype
+    torch.float32
     """
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
-        raise ValueError(f"logits must be a 2-D tensor of shape (n, C); got {getattr(logits, 'shape', type(logits))}.")
-    n, c = logits.shape
-    if num_classes is not None and c != num_classes:
-        raise ValueError(f"logits must have num_classes = {num_classes} columns; got shape {tuple(logits.shape)}.")
-    if not isinstance(labels, torch.Tensor) or labels.shape != (n,) or labels.dtype != torch.int64:
-        raise ValueError(f"labels must be an int64 tensor of shape ({n},); got {getattr(labels, 'shape', type(labels))}.")
-    if n and (int(labels.min()) < 0 or int(labels.max()) >= c):
-        raise ValueError(f"labels must lie in [0, {c}); got range [{int(labels.min())}, {int(labels.max())}].")
-    return n, c
+    t = _as_float_tensor(name, logits)
+    if t.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D tensor of shape (n, C); got shape {tuple(t.shape)}.")
+    if num_classes is not None and t.shape[1] != num_classes:
+        raise ValueError(f"{name} must have num_classes = {num_classes} columns; got shape {tuple(t.shape)}.")
+    return t
+
+
+def check_features(features: Any, name: str = "features", *, n: int | None = None) -> torch.Tensor:
+    """Return ``features`` as a 2-D floating tensor ``(n, d)`` (integers promoted, as :func:`check_logits`)."""
+    t = _as_float_tensor(name, features)
+    if t.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D tensor of shape (n, d); got shape {tuple(t.shape)}.")
+    if n is not None and t.shape[0] != n:
+        raise ValueError(f"{name} must have {n} rows (one per label); got shape {tuple(t.shape)}.")
+    return t
+
+
+def check_logits_labels(logits: Any, labels: Any, num_classes: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check a loss's inputs and return them as ``(logits, labels)``.
+
+    ``logits``: a 2-D tensor ``(n, C)`` (integers promoted, see :func:`check_logits`);
+    ``labels``: ``(n,)`` of any integer dtype in ``[0, C)``, returned as int64.
+    ``num_classes``, when given, must equal ``C``.
+
+    Examples
+    --------
+    >>> z, y = check_logits_labels(torch.tensor([[0, 0]]), torch.tensor([0], dtype=torch.int32))
+    >>> z.dtype, y.dtype
+    (torch.float32, torch.int64)
+    """
+    t = check_logits(logits, num_classes=num_classes)
+    n, c = t.shape
+    y = check_labels(labels, c, n=n)
+    return t, y
+
+
+def check_class_vector(name: str, x: Any, num_classes: int | None = None, *, positive: bool = False) -> torch.Tensor:
+    """Return a per-class vector (weights, margins, factors) as a float64 tensor of shape ``(C,)``.
+
+    Entries must be finite and ``>= 0`` (``> 0`` with ``positive``); ``num_classes``, when
+    given, is the required length.
+
+    Examples
+    --------
+    >>> check_class_vector("weight", [1, 2], 2).tolist()
+    [1.0, 2.0]
+    """
+    t = x.detach().to(torch.float64) if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
+    if t.ndim != 1 or t.numel() == 0 or (num_classes is not None and t.numel() != num_classes):
+        raise ValueError(f"{name} must have shape ({num_classes if num_classes is not None else 'C'},) "
+                         f"(one entry per class); got shape {tuple(t.shape)}.")
+    bad = ~torch.isfinite(t) | ((t <= 0) if positive else (t < 0))
+    if bad.any():
+        raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}; got {_short(t.cpu().numpy())}.")
+    return t
 
 
 def check_same_length(**arrays: Any) -> int:

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validation import check_counts, check_in, check_labels, check_positive
+from ._validation import check_counts, check_in, check_int, check_labels, check_positive
 from .profiles import scale
 
 __all__ = [
@@ -56,12 +56,12 @@ class Split(NamedTuple):
     y_test: torch.Tensor
 
 
-def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, profile: str = "exp", *,
+def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kind: str = "exp", *,
                        minority_fraction: float = 0.5) -> np.ndarray:
     r"""Per-class training counts of a long-tailed data set.
 
-    ``profile="exp"`` (Cao et al. 2019): :math:`n_i = \lfloor n_{max}\, R^{-i/(C-1)} \rfloor`.
-    ``profile="step"``: the last ``k = floor(minority_fraction * C + 1/2)`` classes have
+    ``kind="exp"`` (Cao et al. 2019): :math:`n_i = \lfloor n_{max}\, R^{-i/(C-1)} \rfloor`.
+    ``kind="step"``: the last ``k = floor(minority_fraction * C + 1/2)`` classes have
     ``floor(n_max / R)``, the first ``C - k`` have ``n_max`` (``1 <= k <= C - 1``).
 
     Parameters
@@ -69,10 +69,10 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, pro
     n_max : int
         Samples of the largest class (5000 for CIFAR-10, 500 for CIFAR-100).
     num_classes : int
-        ``C >= 1`` (``>= 2`` for a profile to matter).
+        ``C >= 1`` (``>= 2`` for the kind to matter).
     imbalance_ratio : float
         ``R = n_max / n_min >= 1``.
-    profile : {"exp", "step"}
+    kind : {"exp", "step"}
     minority_fraction : float
         Share of minority classes for ``"step"``, in ``(0, 1)``. Papers differ on whether
         their ``rho`` is this share or the majority share: this name is unambiguous.
@@ -97,16 +97,14 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, pro
     >>> int(long_tailed_counts(5000, 10, 100).sum())
     12406
     """
-    if isinstance(n_max, bool) or not isinstance(n_max, (int, np.integer)) or n_max < 1:
-        raise ValueError(f"n_max must be a positive integer; got {n_max!r}.")
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 1:
-        raise ValueError(f"num_classes must be a positive integer; got {num_classes!r}.")
+    n_max = check_int("n_max", n_max, 1)
+    num_classes = check_int("num_classes", num_classes, 1)
     check_positive("imbalance_ratio", imbalance_ratio)
     if imbalance_ratio < 1:
         raise ValueError(f"imbalance_ratio must be >= 1 (n_max / n_min); got {imbalance_ratio!r}.")
-    check_in("profile", profile, ("exp", "step"))
+    check_in("kind", kind, ("exp", "step"))
     c = int(num_classes)
-    if profile == "exp":
+    if kind == "exp":
         exps = np.arange(c) / max(c - 1, 1)
         counts = np.array([int(n_max * imbalance_ratio ** (-e)) for e in exps], dtype=np.int64)
     else:

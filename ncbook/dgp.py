@@ -30,6 +30,12 @@ Each solver returns a :class:`DGPResult` with ``status``:
     PSD at any shift, its minimal rank exceeds ``dim``, or (cosine latent) a zero weight asks
     for a similarity of ``-inf``.
 
+These ``status`` values are the verdict of an exact spectral analysis (eigenvalues of a
+symmetric matrix), not an iterative solver's certificate, so the solver vocabulary of
+:mod:`ncbook._status` ("optimal" / "inaccurate" / :class:`ncbook.SolverError`) does not
+apply; in cvxpy's words "feasible" is *optimal*, "inconsistent" *infeasible*, and
+"degenerate" *unbounded* (the bound is an infimum, or not unique).
+
 References
 ----------
 Vock, Duchesnay, Dufumier, "A Unified Geometric Framework for Weighted Contrastive
@@ -47,7 +53,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.sparse.csgraph import connected_components
 
-from ._validation import as_float64, check_positive, check_square, check_symmetric
+from ._validation import as_float64, check_int, check_positive, check_square, check_symmetric
 
 __all__ = ["DGPResult", "STATUSES", "euclidean_dgp", "spherical_dgp"]
 
@@ -95,7 +101,7 @@ class DGPResult:
     seconds: float
 
 
-def _check_inputs(weights, tau, dim):
+def _check_inputs(weights, temperature, dim):
     check_square("weights", weights)
     w = as_float64(weights)
     if w.shape[0] < 2:
@@ -105,9 +111,8 @@ def _check_inputs(weights, tau, dim):
     if np.any(w < 0):
         raise ValueError(f"weights must be non-negative; got minimum {w.min():.4g}.")
     check_symmetric("weights", w, atol=1e-10 * max(1.0, float(np.abs(w).max())))
-    t = check_positive("tau", tau)
-    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1):
-        raise ValueError(f"dim must be an integer >= 1 (the embedding dimension d); got {dim!r}.")
+    t = check_positive("temperature", temperature)
+    check_int("dim", dim, 1, allow_none=True, what="the embedding dimension d")
     return w, t
 
 
@@ -152,7 +157,7 @@ def _euclidean_block(w: np.ndarray, tau: float, tol: float):
     return lam, mult, b0
 
 
-def euclidean_dgp(weights, tau: float, dim: int | None = None, *, atol: float = 1e-9) -> DGPResult:
+def euclidean_dgp(weights, temperature: float, dim: int | None = None, *, atol: float = 1e-9) -> DGPResult:
     r"""Is the entropic bound of w-InfoNCE with the Euclidean latent reachable in ``dim`` dimensions?
 
     The target squared distances are ``D(delta) = -tau log W + delta`` off the diagonal;
@@ -164,7 +169,7 @@ def euclidean_dgp(weights, tau: float, dim: int | None = None, *, atol: float = 
         Symmetric, non-negative prior weights (diagonal ignored). Zero weights are allowed
         when they separate groups (the positive-weight pairs form complete blocks): the
         groups then drift apart and the bound is only an infimum.
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
     dim : int, optional
         Embedding dimension ``d >= 1``; ``None`` means unlimited.
@@ -189,12 +194,12 @@ def euclidean_dgp(weights, tau: float, dim: int | None = None, *, atol: float = 
     --------
     >>> y = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 0.2]])
     >>> w = np.exp(-((y[:, None] - y[None]) ** 2).sum(-1) / 2)
-    >>> res = euclidean_dgp(w, tau=0.5, dim=3)
+    >>> res = euclidean_dgp(w, temperature=0.5, dim=3)
     >>> res.status, res.rank
     ('feasible', 2)
     """
     start = time.perf_counter()
-    w, t = _check_inputs(weights, tau, dim)
+    w, t = _check_inputs(weights, temperature, dim)
     n = w.shape[0]
     off = ~np.eye(n, dtype=bool)
     if np.any(w[off] == 0):
@@ -264,7 +269,7 @@ def _spherical_target(logw: np.ndarray, tau: float, beta: float) -> np.ndarray:
     return tau * logw + beta * (np.ones((n, n)) - np.eye(n)) + np.eye(n)
 
 
-def spherical_dgp(weights, tau: float, dim: int, *, atol: float = 1e-8) -> DGPResult:
+def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) -> DGPResult:
     r"""Is the entropic bound of w-InfoNCE with the cosine latent reachable on the sphere in ``R^dim``?
 
     The unit Gram matrix must equal ``K(beta) = tau log W + beta (11^T - I) + I`` for some
@@ -279,7 +284,7 @@ def spherical_dgp(weights, tau: float, dim: int, *, atol: float = 1e-8) -> DGPRe
         Symmetric, non-negative prior weights (diagonal ignored). A zero weight makes the
         objective inconsistent: the cosine is bounded, so ``S_ij = -inf`` is out of reach
         and the gap stays bounded away from zero (SupCon is the example).
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
     dim : int
         Embedding dimension ``d >= 1``.
@@ -302,15 +307,15 @@ def spherical_dgp(weights, tau: float, dim: int, *, atol: float = 1e-8) -> DGPRe
     Examples
     --------
     >>> labels = np.repeat(np.arange(3), 2)
-    >>> tau = 0.5
-    >>> eps = np.exp(-3 / (2 * tau))  # the regular-simplex epsilon for C = 3
+    >>> temperature = 0.5
+    >>> eps = np.exp(-3 / (2 * temperature))  # the regular-simplex epsilon for C = 3
     >>> w = np.where(labels[:, None] == labels[None, :], 1.0, eps)
-    >>> res = spherical_dgp(w, tau=tau, dim=4)
+    >>> res = spherical_dgp(w, temperature=temperature, dim=4)
     >>> res.status, res.rank, round(float(res.gram[0, 2]), 6)
     ('feasible', 2, -0.5)
     """
     start = time.perf_counter()
-    w, t = _check_inputs(weights, tau, dim)
+    w, t = _check_inputs(weights, temperature, dim)
     if dim is None:
         raise ValueError("dim must be an integer >= 1 (the embedding dimension d); got None.")
     n = w.shape[0]

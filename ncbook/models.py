@@ -8,13 +8,16 @@ weight is the ``(C, d)`` classifier ``W``; ``model(x)`` returns logits ``(n, C)`
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["FeatureClassifier", "MLP", "SmallCNN", "ResNetCIFAR", "resnet32"]
+from ._validation import check_features, check_int, check_positive, safe_eps
+
+__all__ = ["CosineClassifier", "FeatureClassifier", "MLP", "SmallCNN", "ResNetCIFAR", "cosine_logits", "resnet32"]
 
 
 class FeatureClassifier(nn.Module):
@@ -32,6 +35,13 @@ class FeatureClassifier(nn.Module):
         L2-normalise the features (contrastive chapters).
     bias : bool
         Give the classifier a bias (off by default: NC theory is bias-free).
+
+    Examples
+    --------
+    >>> net = FeatureClassifier(nn.Flatten(), 4, 3)
+    >>> logits, feats = net.forward_features(torch.ones(2, 2, 2))
+    >>> logits.shape, feats.shape, net.classifier.weight.shape
+    (torch.Size([2, 3]), torch.Size([2, 4]), torch.Size([3, 4]))
     """
 
     def __init__(self, body: nn.Module, feat_dim: int, num_classes: int, *, normalize: bool = False, bias: bool = False):
@@ -74,6 +84,12 @@ class MLP(FeatureClassifier):
     batchnorm : bool
     normalize : bool
         L2-normalise features.
+
+    Examples
+    --------
+    >>> net = MLP()
+    >>> net(torch.zeros(2, 64)).shape, net.features(torch.zeros(2, 64)).shape
+    (torch.Size([2, 10]), torch.Size([2, 32]))
     """
 
     def __init__(self, in_dim: int = 64, hidden: Sequence[int] = (512, 512), feat_dim: int = 32, num_classes: int = 10,
@@ -98,6 +114,12 @@ class SmallCNN(FeatureClassifier):
     feat_dim : int
     width : int
         Channels of the first stage (doubled at each stage).
+
+    Examples
+    --------
+    >>> net = SmallCNN()
+    >>> net(torch.zeros(2, 3, 32, 32)).shape
+    torch.Size([2, 10])
     """
 
     def __init__(self, in_channels: int = 3, num_classes: int = 10, feat_dim: int = 128, *, width: int = 32,
@@ -166,5 +188,84 @@ class ResNetCIFAR(FeatureClassifier):
 
 
 def resnet32(num_classes: int = 10, **kwargs) -> ResNetCIFAR:
-    """ResNet-32 for 32x32 inputs (0.46M parameters), see :class:`ResNetCIFAR`."""
+    """ResNet-32 for 32x32 inputs (0.46M parameters), see :class:`ResNetCIFAR`.
+
+    Examples
+    --------
+    >>> resnet32(10)(torch.zeros(1, 3, 32, 32)).shape
+    torch.Size([1, 10])
+    """
     return ResNetCIFAR(32, num_classes, **kwargs)
+
+
+# ----------------------------------------------------------------------------- heads
+def cosine_logits(features: torch.Tensor, weight: torch.Tensor, *, scale: float = 16.0) -> torch.Tensor:
+    r"""Cosine-classifier logits ``z_c = s cos(phi, w_c)``.
+
+    Parameters
+    ----------
+    features : torch.Tensor of shape (n, d)
+    weight : torch.Tensor of shape (C, d)
+    scale : float, default 16
+        ``s`` > 0 (the logits lie in ``[-s, s]``).
+
+    Returns
+    -------
+    torch.Tensor of shape (n, C)
+
+    Examples
+    --------
+    >>> cosine_logits(torch.tensor([[1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 2.0]]), scale=2.0)
+    tensor([[1.4142, 1.4142]])
+    """
+    features = check_features(features)
+    weight = check_features(weight, "weight")
+    if weight.shape[1] != features.shape[1]:
+        raise ValueError(f"weight must have shape (C, {features.shape[1]}) (the features' width d); "
+                         f"got {tuple(weight.shape)}.")
+    scale = check_positive("scale", scale)
+    u = F.normalize(features, dim=1, eps=safe_eps(features.dtype))
+    return scale * u @ F.normalize(weight, dim=1, eps=safe_eps(weight.dtype)).T
+
+
+class CosineClassifier(nn.Module):
+    r"""A cosine head with a ``(C, d)`` weight: ``z = s * normalize(phi) normalize(W)^T``.
+
+    With L2-normalised features, ``||mu_k||_2^2 + ||s_k||_2^2 = mean ||phi_i||_2^2 = 1``
+    for every class, so MR2 with ``p = 2`` gives every class ``c_bar``; use
+    :class:`ncbook.losses.MR2Loss` with ``normalize_features=True`` and ``p != 2`` (e.g. 3).
+
+    Parameters
+    ----------
+    in_features : int
+        ``d``.
+    num_classes : int
+        ``C``.
+    scale : float, default 16
+
+    References
+    ----------
+    MR2, arXiv:2602.00205 (cosine classifiers with the L_p statistics).
+
+    Examples
+    --------
+    >>> head = CosineClassifier(4, 3, scale=16.0)
+    >>> head(torch.randn(5, 4)).shape, head.bias is None
+    (torch.Size([5, 3]), True)
+    """
+
+    #: No bias: the head is a drop-in for the bias-free ``nn.Linear`` classifier of
+    #: :class:`FeatureClassifier`, and code that reads ``classifier.bias`` gets ``None``.
+    bias = None
+
+    def __init__(self, in_features: int, num_classes: int, *, scale: float = 16.0) -> None:
+        super().__init__()
+        in_features = check_int("in_features", in_features, 1)
+        num_classes = check_int("num_classes", num_classes, 1)
+        self.scale = check_positive("scale", scale)
+        self.in_features, self.out_features = in_features, num_classes
+        self.weight = nn.Parameter(torch.empty(num_classes, in_features))
+        nn.init.normal_(self.weight, std=1.0 / math.sqrt(in_features))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return cosine_logits(features, self.weight, scale=self.scale)

@@ -18,8 +18,10 @@ Loss-based weights (recomputed at every batch), Wang, Tong, Xie, Gao 2026
   ``min_w (w_c L_c - Lbar)^2 + alpha (w_c - w0_c)^2``, i.e.
   ``w_c* = (Lbar L_c + alpha w0_c) / (L_c^2 + alpha)``.
 * :func:`macro_factors`: ``beta_c = max(B_c, 1)^(-gamma)``, normalised to mean 1.
-* :func:`inverse_reweighted_ce` and :class:`InverseReweightedCE`: the loss
-  ``(1/n) sum_i clamp(w*_{y_i} beta_{y_i}, 0, w_max) CE_i``.
+* :func:`batch_class_losses`: the per-class mean losses ``L_c`` of a batch.
+
+The loss that uses these rules, ``(1/n) sum_i clamp(w*_{y_i} beta_{y_i}, 0, w_max) CE_i``,
+is :func:`ncbook.losses.inverse_reweighted_ce` (Module :class:`ncbook.losses.InverseReweightedCE`).
 
 Conventions follow the official code of the paper (class ``IGRReweightCELoss``): the
 weights are *not* detached by default, the mean divides by the batch size (not by
@@ -33,18 +35,21 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
 
-from ._validation import check_counts, check_in, check_int, check_logits_labels, check_nonnegative, check_positive, check_reduction, reduce
+from ._validation import (
+    check_counts,
+    check_in,
+    check_int,
+    check_labels,
+    check_nonnegative,
+    check_positive,
+)
 
 __all__ = [
     "batch_class_losses",
     "effective_number_weights",
     "inverse_frequency_weights",
-    "inverse_reweighted_ce",
     "inverse_weights",
-    "InverseReweightedCE",
     "macro_factors",
     "prior_weights",
 ]
@@ -115,6 +120,11 @@ def effective_number_weights(counts: Any, beta: float = 0.9999) -> torch.Tensor:
     ----------
     Cui, Jia, Lin, Song, Belongie, "Class-Balanced Loss Based on Effective Number of
     Samples", CVPR 2019, eq. (3)-(4), arXiv:1901.05555.
+
+    Examples
+    --------
+    >>> [round(v, 4) for v in effective_number_weights([10, 1], 0.9).tolist()]  # the rare class weighs more
+    [0.2662, 1.7338]
     """
     n = torch.as_tensor(check_counts(counts), dtype=torch.float64)
     beta = check_nonnegative("beta", beta)
@@ -146,6 +156,11 @@ def prior_weights(num_classes: int, prior: Any = "uniform", counts: Any = None) 
     ValueError
         For an unknown name, a frequency prior without ``counts``, a wrong length, or
         a non-positive entry.
+
+    Examples
+    --------
+    >>> prior_weights(2, "inv_freq", [3, 1]).tolist()  # 1 / n_c, normalised to mean 1
+    [0.5, 1.5]
     """
     c = check_int("num_classes", num_classes, 1)
     if isinstance(prior, str):
@@ -181,7 +196,23 @@ def batch_class_losses(losses: torch.Tensor, labels: torch.Tensor, num_classes: 
     Returns
     -------
     Tensor of shape (C,), same dtype as ``losses``.
+
+    Raises
+    ------
+    ValueError
+        If ``losses`` is not 1-D, ``labels`` has another length or a label is outside
+        ``[0, num_classes)``.
+    TypeError
+        If ``labels`` are not integers.
+
+    Examples
+    --------
+    >>> batch_class_losses(torch.tensor([1.0, 3.0, 2.0]), torch.tensor([0, 0, 2]), 3).tolist()
+    [2.0, nan, 2.0]
     """
+    num_classes = check_int("num_classes", num_classes, 1)
+    losses = _as_loss_tensor(losses, "losses")
+    labels = check_labels(labels, num_classes, n=losses.shape[0])
     sums, n_c = _class_sums(losses, labels, num_classes)
     return torch.where(n_c > 0, sums / n_c.clamp(min=1), torch.full_like(sums, float("nan")))
 
@@ -301,189 +332,6 @@ def macro_factors(batch_counts: Any, gamma: float = 1.0, *, min_count: float = 1
     return beta / beta.mean()
 
 
-# ----------------------------------------------------------------------------- the loss
-def inverse_reweighted_ce(
-    logits: torch.Tensor,
-    labels: torch.Tensor,
-    *,
-    prior: Any = None,
-    alpha: float = 0.0,
-    macro: Any = None,
-    detach: bool = False,
-    clamp: float | None = 10.0,
-    eps: float = 1e-8,
-    reduction: str = "mean",
-) -> torch.Tensor:
-    r"""Cross-entropy reweighted per batch by the inverse-problem weights.
-
-    .. math:: \mathcal L = \frac{1}{n} \sum_{i=1}^n \operatorname{clip}\big(w^*_{y_i} \beta_{y_i}, 0, w_{\max}\big)\, \mathrm{CE}_i
-
-    with ``w*`` from :func:`inverse_weights` on the batch class losses ``L_c`` and
-    ``beta`` the macro factors. The mean divides by the batch size ``n``.
-
-    With ``detach=False`` (the official code) and ``alpha = 0`` and no clipping,
-    ``w*_c L_c = Lbar`` so the loss equals ``Lbar * sum_c beta_c n_c / n``: its
-    gradient is the gradient of the class-balanced batch mean ``Lbar`` times a
-    constant. With ``detach=True`` the gradient coefficient of ``L_c`` is
-    ``(n_c / n) beta_c Lbar / L_c`` instead.
-
-    Parameters
-    ----------
-    logits : Tensor of shape (n, C)
-    labels : Tensor of shape (n,), int64
-    prior : array-like of shape (C,), optional
-        ``w^{(0)}`` (uniform by default), normalised to mean 1.
-    alpha : float, default 0.0
-        Tikhonov strength.
-    macro : array-like of shape (C,), optional
-        Macro factors ``beta`` (all ones by default).
-    detach : bool, default False
-        Stop gradients through the weights.
-    clamp : float or None, default 10.0
-        Upper clip ``w_max`` of the final weights (lower clip 0); ``None`` for none.
-    eps : float, default 1e-8
-    reduction : {"none", "mean", "sum"}
-
-    Returns
-    -------
-    Tensor: scalar, or (n,) for ``reduction="none"`` (the weighted per-sample losses).
-
-    Raises
-    ------
-    ValueError
-        For mismatched shapes, labels out of range, ``alpha < 0`` or ``clamp <= 0``.
-
-    References
-    ----------
-    Wang et al. 2026, arXiv:2605.10047; official class ``IGRReweightCELoss``.
-    """
-    n, c = check_logits_labels(logits, labels)
-    check_reduction(reduction)
-    alpha = check_nonnegative("alpha", alpha)
-    if clamp is not None:
-        clamp = check_positive("clamp", clamp, allow_inf=True)
-    w0 = torch.ones(c, dtype=logits.dtype, device=logits.device) if prior is None else prior_weights(c, prior).to(logits)
-    beta = None if macro is None else _as_factor(macro, c).to(logits)
-    return _irce(logits, labels, w0, alpha, beta, detach, clamp, check_nonnegative("eps", eps), reduction)[0]
-
-
-def _irce(logits, labels, w0, alpha, beta, detach, clamp, eps, reduction):
-    """Trusted core: returns (loss, presence mask)."""
-    c = logits.shape[1]
-    ce = F.cross_entropy(logits, labels, reduction="none")  # (n,)
-    sums, n_c = _class_sums(ce.detach() if detach else ce, labels, c)
-    present = n_c > 0
-    w = _inverse_weights(sums / n_c.clamp(min=1), present, w0, alpha, eps)
-    if beta is not None:
-        w = w * beta
-    if clamp is not None:
-        w = w.clamp(min=0.0, max=clamp)
-    return reduce(w[labels] * ce, reduction), present
-
-
-class InverseReweightedCE(nn.Module):
-    r"""The inverse-reweighted cross-entropy with macro factors, a switch epoch and resumable state.
-
-    Before ``switch_epoch`` the loss is plain cross-entropy (mean over the batch)
-    and nothing is counted. From ``switch_epoch`` on, every call in training mode
-    adds 1 to ``B_c`` for each class present in the batch and returns
-    :func:`inverse_reweighted_ce`. At each epoch start, :meth:`set_epoch` recomputes
-    the macro factors ``beta = macro_factors(B, gamma)`` from the counts so far
-    (so in the switch epoch itself, with ``B = 0``, ``beta = 1``), as the official
-    training loop does.
-
-    Parameters
-    ----------
-    num_classes : int
-    alpha : float, default 0.0
-    gamma : float, default 1.0
-        Macro exponent; ``0`` switches the macro factor off.
-    prior : {"uniform", "inv_freq", "inv_sqrt_freq"} or array-like, default "uniform"
-    counts : array-like of shape (C,), optional
-        Training counts, needed by the frequency priors.
-    detach : bool, default False
-        As the official code: weights carry gradient.
-    clamp : float or None, default 10.0
-    switch_epoch : int, default 0
-        First epoch of reweighting (160 of 200 in the paper's CIFAR recipe).
-    eps : float, default 1e-8
-    reduction : {"none", "mean", "sum"}
-
-    Attributes
-    ----------
-    batch_counts : Tensor of shape (C,), float64 buffer, ``B_c``.
-    macro_weight : Tensor of shape (C,), float64 buffer, the current ``beta``.
-    epoch : Tensor, int64 0-d buffer, the last epoch passed to :meth:`set_epoch`.
-
-    Shape
-    -----
-    logits ``(n, C)``, labels ``(n,)`` -> scalar (or ``(n,)`` for ``reduction="none"``).
-
-    References
-    ----------
-    Wang et al. 2026, arXiv:2605.10047; official class ``IGRReweightCELoss`` and the
-    ``ce_then_reweighting`` mode of its training script.
-    """
-
-    def __init__(
-        self,
-        num_classes: int,
-        *,
-        alpha: float = 0.0,
-        gamma: float = 1.0,
-        prior: Any = "uniform",
-        counts: Any = None,
-        detach: bool = False,
-        clamp: float | None = 10.0,
-        switch_epoch: int = 0,
-        eps: float = 1e-8,
-        reduction: str = "mean",
-    ) -> None:
-        super().__init__()
-        c = check_int("num_classes", num_classes, 1)
-        self.num_classes = c
-        self.alpha = check_nonnegative("alpha", alpha)
-        self.gamma = check_nonnegative("gamma", gamma)
-        self.clamp = None if clamp is None else check_positive("clamp", clamp, allow_inf=True)
-        self.detach = bool(detach)
-        self.eps = check_nonnegative("eps", eps)
-        self.reduction = check_reduction(reduction)
-        if isinstance(switch_epoch, bool) or not isinstance(switch_epoch, (int, np.integer)) or switch_epoch < 0:
-            raise ValueError(f"switch_epoch must be an integer >= 0; got {switch_epoch!r}.")
-        self.switch_epoch = int(switch_epoch)
-        self.register_buffer("prior", prior_weights(c, prior, counts))
-        self.register_buffer("batch_counts", torch.zeros(c, dtype=torch.float64))
-        self.register_buffer("macro_weight", torch.ones(c, dtype=torch.float64))
-        self.register_buffer("epoch", torch.tensor(0, dtype=torch.int64))
-
-    @property
-    def active(self) -> bool:
-        """Whether the current epoch is at or after ``switch_epoch``."""
-        return int(self.epoch) >= self.switch_epoch
-
-    def set_epoch(self, epoch: int) -> None:
-        """Record the epoch and, when reweighting is active, recompute the macro factors from ``B_c``."""
-        self.epoch.fill_(int(epoch))
-        if self.active:
-            self.macro_weight.copy_(macro_factors(self.batch_counts, self.gamma))
-
-    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        if not self.active:
-            return F.cross_entropy(logits, labels, reduction=self.reduction)
-        check_logits_labels(logits, labels, self.num_classes)
-        loss, present = _irce(
-            logits, labels, self.prior.to(logits), self.alpha, self.macro_weight.to(logits),
-            self.detach, self.clamp, self.eps, self.reduction,
-        )
-        if self.training:
-            self.batch_counts += present.to(self.batch_counts)
-        return loss
-
-    def extra_repr(self) -> str:
-        return (f"num_classes={self.num_classes}, alpha={self.alpha}, gamma={self.gamma}, detach={self.detach}, "
-                f"clamp={self.clamp}, switch_epoch={self.switch_epoch}")
-
-
 # ----------------------------------------------------------------------------- private helpers
 def _class_sums(values, labels, num_classes):
     sums = torch.zeros(num_classes, dtype=values.dtype, device=values.device).index_add(0, labels, values)
@@ -491,20 +339,12 @@ def _class_sums(values, labels, num_classes):
     return sums, n_c
 
 
-def _as_loss_tensor(x):
+def _as_loss_tensor(x, name="class_losses"):
     if isinstance(x, torch.Tensor):
         t = x if x.is_floating_point() else x.double()
     else:
         t = torch.as_tensor(np.asarray(x, dtype=np.float64))
     if t.ndim != 1 or t.numel() == 0:
-        raise ValueError(f"class_losses must be a non-empty 1-D array of shape (C,); got shape {tuple(t.shape)}.")
+        raise ValueError(f"{name} must be a non-empty 1-D array of shape ({'C' if name == 'class_losses' else 'n'},); "
+                         f"got shape {tuple(t.shape)}.")
     return t
-
-
-def _as_factor(x, c):
-    t = x.detach().double() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
-    if t.shape != (c,) or not torch.isfinite(t).all() or (t < 0).any():
-        raise ValueError(f"macro must be {c} finite factors >= 0; got {t.tolist()}.")
-    return t
-
-

@@ -26,13 +26,13 @@ def test_step_profile():
 def test_long_tailed_counts_bad_inputs():
     with pytest.raises(ValueError, match=r"imbalance_ratio must be >= 1"):
         data.long_tailed_counts(100, 10, 0.5)
-    with pytest.raises(ValueError, match="n_max must be a positive integer"):
+    with pytest.raises(ValueError, match="n_max must be an integer >= 1"):
         data.long_tailed_counts(-5, 10, 10)
     with pytest.raises(ValueError, match="minority_fraction must be in"):
         data.long_tailed_counts(100, 10, 10, "step", minority_fraction=1.0)
     with pytest.raises(ValueError, match="leaves a class empty"):
         data.long_tailed_counts(10, 10, 100)
-    with pytest.raises(ValueError, match="profile must be one of"):
+    with pytest.raises(ValueError, match="kind must be one of"):
         data.long_tailed_counts(10, 10, 2, "linear")
 
 

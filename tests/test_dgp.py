@@ -23,7 +23,7 @@ def _uniform_labels(n, p=2, seed=0):
 
 
 def _reaches_bound(res, w, similarity, tau):
-    loss = float(w_info_nce(torch.as_tensor(res.embedding), w, similarity=similarity, tau=tau))
+    loss = float(w_info_nce(torch.as_tensor(res.embedding), w, similarity=similarity, temperature=tau))
     return loss - entropic_lower_bound(w)
 
 
@@ -76,7 +76,7 @@ def test_euclidean_zero_weights_are_an_infimum():
 def _gap_at_scale(w, protos, scale):
     labels = np.repeat(np.arange(3), 4)
     z = torch.as_tensor(scale * protos[labels])
-    return entropic_gap(z, w, similarity="euclidean", tau=1.0)
+    return entropic_gap(z, w, similarity="euclidean", temperature=1.0)
 
 
 @pytest.mark.parametrize("counts", [[5, 5, 5, 5], [20, 5, 5, 5]])
@@ -153,7 +153,7 @@ def test_statuses_and_bad_inputs():
         euclidean_dgp(np.array([[1.0, 0.5], [0.2, 1.0]]), 0.1)
     with pytest.raises(ValueError, match="non-negative"):
         spherical_dgp(-w, 0.1, dim=2)
-    with pytest.raises(ValueError, match="tau must be a positive"):
+    with pytest.raises(ValueError, match="temperature must be a positive"):
         spherical_dgp(w, 0.0, dim=2)
     with pytest.raises(ValueError, match="dim must be an integer >= 1"):
         spherical_dgp(w, 0.1, dim=0)

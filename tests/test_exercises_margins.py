@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from ncbook.exercises import check_margin_cross_entropy, check_mr2_margins, check_representation_margin_loss
-from ncbook.margins import margin_cross_entropy, mr2_margins, representation_margin_loss
+from ncbook.losses import margin_cross_entropy, representation_margin_loss
+from ncbook.margins import mr2_margins
 from ncbook.plotting import group_accuracy_bars, variability_scatter
 
 torch.set_num_threads(1)

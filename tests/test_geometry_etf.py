@@ -20,7 +20,7 @@ def test_simplex_etf_is_equiangular_and_unit_norm(c, extra, seed):
 
 
 def test_simplex_etf_rejects_small_dim():
-    with pytest.raises(ValueError, match=r"dim must be an integer >= num_classes - 1 = 4"):
+    with pytest.raises(ValueError, match=r"dim must be an integer >= 4 \(num_classes - 1 = 4\)"):
         geometry.simplex_etf(5, 3)
     with pytest.raises(ValueError, match="num_classes must be an integer >= 2"):
         geometry.simplex_etf(1)

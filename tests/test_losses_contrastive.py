@@ -37,7 +37,7 @@ def _batch(n=5, k=3, d=4, seed=0):
 def test_hand_value():
     a = torch.tensor([[1.0, 0.0]])
     neg = torch.tensor([[[-1.0, 0.0], [0.0, 1.0]]])
-    assert float(info_nce(a, a, neg, t=0.5)) == pytest.approx(math.log(1 + math.exp(-4) + math.exp(-2)))
+    assert float(info_nce(a, a, neg, temperature=0.5)) == pytest.approx(math.log(1 + math.exp(-4) + math.exp(-2)))
 
 
 @pytest.mark.parametrize("t", [0.1, 1.0, 2.5])
@@ -55,9 +55,9 @@ def test_exp_psi_and_callable_psi():
     a, p, negs = _batch(seed=1)
     z = torch.einsum("nd,nkd->nk", F.normalize(a, dim=-1), F.normalize(negs, dim=-1)) - (
         F.normalize(a, dim=-1) * F.normalize(p, dim=-1)).sum(-1, keepdim=True)
-    torch.testing.assert_close(generalized_contrastive_loss(a, p, negs, t=0.5, psi="exp", reduction="none"),
+    torch.testing.assert_close(generalized_contrastive_loss(a, p, negs, temperature=0.5, psi="exp", reduction="none"),
                                (z / 0.5).exp().sum(-1))
-    sq = generalized_contrastive_loss(a, p, negs, t=0.5, psi=lambda u: (u + 10).pow(2).sum(-1), reduction="sum")
+    sq = generalized_contrastive_loss(a, p, negs, temperature=0.5, psi=lambda u: (u + 10).pow(2).sum(-1), reduction="sum")
     torch.testing.assert_close(sq, ((z / 0.5 + 10) ** 2).sum())
 
 
@@ -66,7 +66,7 @@ def test_gradcheck_and_reductions():
     for x in (a, p, negs):
         x.requires_grad_(True)
     assert torch.autograd.gradcheck(lambda u, v, w: info_nce(u, v, w, 0.7, reduction="none"), (a, p, negs))
-    loss = GeneralizedContrastiveLoss(t=0.7, reduction="sum")
+    loss = GeneralizedContrastiveLoss(temperature=0.7, reduction="sum")
     torch.testing.assert_close(loss(a, p, negs), info_nce(a, p, negs, 0.7, reduction="none").sum())
     torch.testing.assert_close(info_nce(a, p, negs, 0.7), info_nce(a, p, negs, 0.7, reduction="none").mean())
 
@@ -75,7 +75,7 @@ def test_bad_inputs():
     a, p, negs = _batch()
     with pytest.raises(ValueError, match="negatives must have shape"):
         info_nce(a, p, negs[:2])
-    with pytest.raises(ValueError, match="t must be a positive"):
+    with pytest.raises(ValueError, match="temperature must be a positive"):
         info_nce(a, p, negs, 0.0)
     with pytest.raises(ValueError, match="psi must be one of"):
         generalized_contrastive_loss(a, p, negs, psi="hinge")

@@ -7,12 +7,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from ncbook.losses import InverseReweightedCE, inverse_reweighted_ce
 from ncbook.reweighting import (
-    InverseReweightedCE,
     batch_class_losses,
     effective_number_weights,
     inverse_frequency_weights,
-    inverse_reweighted_ce,
     inverse_weights,
     macro_factors,
     prior_weights,

@@ -30,7 +30,7 @@ def _w_info_nce_cases():
 def check_w_info_nce(student) -> CheckResult:
     """Check ``student(z, weights, tau)`` (cosine latent, mean over anchors) against
     :func:`ncbook.losses.w_info_nce`; the diagonal of ``weights`` must be ignored."""
-    return run_cases("w_info_nce", student, lambda z, weights, tau: w_info_nce(z, weights, tau=tau),
+    return run_cases("w_info_nce", student, lambda z, weights, tau: w_info_nce(z, weights, temperature=tau),
                      _w_info_nce_cases(), atol=1e-8, rtol=1e-7, forbid=(w_info_nce,))
 
 

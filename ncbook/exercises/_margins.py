@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..margins import margin_cross_entropy, mr2_margins, representation_margin_loss
+from ..losses import margin_cross_entropy, representation_margin_loss
+from ..margins import mr2_margins
 from ._core import CheckResult, run_cases
 
 __all__ = ["check_margin_cross_entropy", "check_mr2_margins", "check_representation_margin_loss"]
@@ -44,7 +45,7 @@ def _ce_cases():
 
 def check_margin_cross_entropy(student) -> CheckResult:
     """Check per-sample ``student(logits, labels, margins) -> (n,)`` against
-    :func:`ncbook.margins.margin_cross_entropy` with ``reduction="none"``.
+    :func:`ncbook.losses.margin_cross_entropy` with ``reduction="none"``.
 
     Cases: the spec's reference batch, unit margins (plain CE) and random logits
     with random margins (only the true class's margin may be used).
@@ -66,7 +67,7 @@ def _rep_cases():
 
 def check_representation_margin_loss(student) -> CheckResult:
     """Check ``student(features, labels, sbar) -> scalar`` (mean over anchors that have a
-    positive) against :func:`ncbook.margins.representation_margin_loss`.
+    positive) against :func:`ncbook.losses.representation_margin_loss`.
 
     Cases include singleton classes: their anchors must be skipped, not counted as 0
     and not turned into NaN.

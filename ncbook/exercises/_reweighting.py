@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from ..metrics import loss_imbalance
-from ..reweighting import effective_number_weights, inverse_reweighted_ce, inverse_weights, macro_factors
+from ..losses import inverse_reweighted_ce
+from ..reweighting import effective_number_weights, inverse_weights, macro_factors
 from ._core import CheckResult, run_cases
 
 __all__ = [

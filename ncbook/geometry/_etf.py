@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from scipy.spatial import procrustes
 
-from .._validation import as_float64, check_matrix
+from .._validation import as_float64, check_int, check_matrix
 
 __all__ = ["simplex_etf", "etf_gram", "gram", "cosine_matrix", "frobenius_distance", "procrustes_align", "procrustes_r2"]
 
@@ -34,10 +34,13 @@ def etf_gram(num_classes: int) -> np.ndarray:
     References
     ----------
     Papyan, Han, Donoho, "Prevalence of neural collapse ...", PNAS 2020, Definition 1.
+
+    Examples
+    --------
+    >>> etf_gram(3).round(4).tolist()
+    [[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0]]
     """
-    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer >= 2; got {num_classes!r}.")
-    c = int(num_classes)
+    c = check_int("num_classes", num_classes, 2)
     return (np.eye(c) - np.ones((c, c)) / c) * c / (c - 1)
 
 
@@ -76,8 +79,7 @@ def simplex_etf(num_classes: int, dim: int | None = None, *, seed: int | None = 
     g = etf_gram(num_classes)
     c = g.shape[0]
     d = c - 1 if dim is None else dim
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < c - 1:
-        raise ValueError(f"dim must be an integer >= num_classes - 1 = {c - 1}; got {dim!r}.")
+    d = check_int("dim", d, c - 1, what=f"num_classes - 1 = {c - 1}")
     vals, vecs = np.linalg.eigh(g)
     top = vecs[:, 1:] * np.sqrt(np.clip(vals[1:], 0, None))  # (C, C-1): drop the zero eigenvalue
     out = np.zeros((c, int(d)))
@@ -98,29 +100,47 @@ def gram(x):
     Returns
     -------
     Same type as ``x``, shape (n, n).
+
+    Examples
+    --------
+    >>> gram(np.array([[1.0, 2.0], [0.0, 1.0]])).tolist()
+    [[5.0, 2.0], [2.0, 1.0]]
     """
     check_matrix("x", x)
     return x @ x.T
 
 
-def cosine_matrix(x, eps: float = 1e-12):
+def cosine_matrix(x, eps: float | None = None):
     """Pairwise cosine similarities of the rows of ``x``.
 
     Parameters
     ----------
     x : Tensor or ndarray of shape (n, d)
-    eps : float
-        Floor on the row norms (a zero row gives cosines of 0).
+        Integer inputs are promoted to the default float dtype (tensors) or float64 (arrays).
+    eps : float, optional
+        Floor on the row norms (a zero row gives cosines of 0). Defaults to the smallest
+        normal number of ``x``'s dtype, which never rounds to 0 (a fixed ``1e-12`` does in
+        float16).
 
     Returns
     -------
-    Same type as ``x``, shape (n, n).
+    Same type as ``x``, shape (n, n), same float dtype.
+
+    Examples
+    --------
+    >>> cosine_matrix(torch.tensor([[0.0, 0.0], [1.0, 0.0]], dtype=torch.float16))
+    tensor([[0., 0.],
+            [0., 1.]], dtype=torch.float16)
     """
     check_matrix("x", x)
     if isinstance(x, torch.Tensor):
-        u = x / x.norm(dim=1, keepdim=True).clamp_min(eps)
+        x = x if x.is_floating_point() else x.to(torch.get_default_dtype())
+        floor = torch.finfo(x.dtype).tiny if eps is None else eps
+        u = x / x.norm(dim=1, keepdim=True).clamp_min(floor)
     else:
-        u = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), eps)
+        x = x if x.dtype.kind == "f" else x.astype(np.float64)
+        floor = np.finfo(x.dtype).tiny if eps is None else eps
+        u = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), floor)
     return u @ u.T
 
 
@@ -139,6 +159,11 @@ def frobenius_distance(a, b):
     ------
     ValueError
         If the shapes differ or either matrix is zero.
+
+    Examples
+    --------
+    >>> round(frobenius_distance(np.eye(2), 3 * np.eye(2)), 12)  # scale-free
+    0.0
     """
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"a and b must have the same shape; got {tuple(a.shape)} and {tuple(b.shape)}.")
@@ -181,6 +206,13 @@ def procrustes_align(x, y) -> tuple[np.ndarray, np.ndarray, float]:
     ----------
     Gower, "Generalized Procrustes analysis", Psychometrika 1975;
     :func:`scipy.spatial.procrustes`.
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> _, _, disparity = procrustes_align(x, x[:, ::-1])  # a reflection aligns exactly
+    >>> round(disparity, 12)
+    0.0
     """
     x, y = as_float64(x), as_float64(y)
     if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
@@ -192,24 +224,37 @@ def procrustes_align(x, y) -> tuple[np.ndarray, np.ndarray, float]:
     return x_std, y_aligned, float(disparity)
 
 
-def procrustes_r2(x, y) -> float:
-    """Procrustes agreement ``1 - disparity`` of two point clouds (scipy).
+def procrustes_r2(z, reference) -> float:
+    """Procrustes agreement ``1 - disparity`` of a point cloud ``z`` with a ``reference`` (scipy).
 
-    Both are centred, scaled to unit Frobenius norm, and ``y`` is rotated or
-    reflected onto ``x``; the narrower one is padded with zero columns.
+    Both are centred, scaled to unit Frobenius norm, and ``z`` is rotated or reflected
+    onto ``reference``; the narrower one is padded with zero columns. The same argument
+    order as :func:`ncbook.metrics.r2_procrustes` (the value is symmetric anyway).
 
     Parameters
     ----------
-    x : array-like of shape (n, d1)
-    y : array-like of shape (n, d2)
+    z : array-like of shape (n, d1)
+    reference : array-like of shape (n, d2)
 
     Returns
     -------
-    float in ``[0, 1]``; 1 when ``y`` is a similarity transform of ``x``.
+    float in ``[0, 1]``; 1 when ``z`` is a similarity transform of ``reference``.
+
+    Raises
+    ------
+    ValueError
+        If the arrays are not 2-D with the same number of rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> round(procrustes_r2(3 * x[:, ::-1] + 1, x), 12)
+    1.0
 
     References
     ----------
     Gower, "Generalized Procrustes analysis", Psychometrika 1975;
     :func:`scipy.spatial.procrustes`.
     """
-    return 1.0 - procrustes_align(x, y)[2]
+    return 1.0 - procrustes_align(reference, z)[2]

@@ -220,6 +220,12 @@ def seli_distances(classifiers, means, counts) -> dict:
     ------
     ValueError
         If shapes disagree with ``len(counts)`` or a matrix is zero.
+
+    Examples
+    --------
+    >>> etf = np.eye(3) - 1 / 3
+    >>> {k: round(v, 12) for k, v in seli_distances(etf, etf, [5, 5, 5]).items()}  # balanced: SELI is the ETF
+    {'w_seli': 0.0, 'w_etf': 0.0, 'm_seli': 0.0, 'm_etf': 0.0}
     """
     counts = check_counts(counts, min_classes=2)
     c = counts.size
@@ -237,10 +243,7 @@ def seli_distances(classifiers, means, counts) -> dict:
 
 
 def _check_groups(num_majority, num_minority) -> tuple[int, int]:
-    for name, k in (("num_majority", num_majority), ("num_minority", num_minority)):
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"{name} must be an integer >= 1; got {k!r}.")
-    return int(num_majority), int(num_minority)
+    return check_int("num_majority", num_majority, 1), check_int("num_minority", num_minority, 1)
 
 
 def _step_entries(a_maj, a_min, b, k_maj, k_min) -> dict:
@@ -356,6 +359,11 @@ def seli_step_limits(num_majority: int, num_minority: int) -> dict:
     References
     ----------
     Thrampoulidis et al., NeurIPS 2022, arXiv:2208.05512, Section 3.
+
+    Examples
+    --------
+    >>> round(seli_step_limits(2, 1)["w_cos_maj_maj"], 4)
+    -0.6772
     """
     k_maj, k_min = _check_groups(num_majority, num_minority)
     c = k_maj + k_min

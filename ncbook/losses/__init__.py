@@ -17,10 +17,15 @@ from ._long_tail import WeightedCrossEntropy
 from ._long_tail import focal_loss
 from ._long_tail import ib_loss
 from ._long_tail import ldam_loss
-from ._long_tail import ldam_margins
 from ._long_tail import logit_adjusted_loss
 from ._long_tail import logit_adjustment
 from ._long_tail import weighted_cross_entropy
+from ._margin import FixedMarginLoss
+from ._margin import MR2Loss
+from ._margin import margin_cross_entropy
+from ._margin import representation_margin_loss
+from ._reweighted import InverseReweightedCE
+from ._reweighted import inverse_reweighted_ce
 from ._weighted import WInfoNCELoss
 from ._weighted import column_normalized_w_info_nce
 from ._weighted import entropic_lower_bound
@@ -34,11 +39,14 @@ from ._weighted import w_info_nce
 from ._weighted import xclr_weights
 
 __all__ = [
+    "FixedMarginLoss",
     "FocalLoss",
     "GeneralizedContrastiveLoss",
     "IBLoss",
+    "InverseReweightedCE",
     "LDAMLoss",
     "LogitAdjustedLoss",
+    "MR2Loss",
     "WInfoNCELoss",
     "WeightedCrossEntropy",
     "column_normalized_w_info_nce",
@@ -49,13 +57,15 @@ __all__ = [
     "generalized_contrastive_loss",
     "ib_loss",
     "info_nce",
+    "inverse_reweighted_ce",
     "latent_similarity",
     "ldam_loss",
-    "ldam_margins",
     "logit_adjusted_loss",
     "logit_adjustment",
+    "margin_cross_entropy",
     "prototype_entropic_lower_bound",
     "prototype_w_info_nce",
+    "representation_margin_loss",
     "soft_supcon_weights",
     "supcon_weights",
     "w_info_nce",

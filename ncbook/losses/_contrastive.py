@@ -1,6 +1,6 @@
 """Generalized contrastive losses with ``k`` negatives per anchor, and UCL/SCL sampling.
 
-Letters: ``n`` anchors, ``k`` negatives per anchor, ``d`` feature dimension, ``t`` temperature.
+Letters: ``n`` anchors, ``k`` negatives per anchor, ``d`` feature dimension, ``temperature`` (the temperature).
 
 With similarities ``s_+ = <f(x), f(x+)>`` and ``s_j = <f(x), f(x_j^-)>`` the loss is
 ``psi(s_1 - s_+, ..., s_k - s_+)`` for a strictly convex, argument-wise increasing ``psi``:
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_in, check_labels, check_matrix, check_positive, reduce
+from .._validation import _as_float_tensor, check_in, check_labels, check_matrix, check_positive, reduce, safe_eps
 
 __all__ = [
     "info_nce",
@@ -39,8 +39,10 @@ def _similarities(anchor, positive, negatives, normalize):
     n, d = anchor.shape
     check_matrix("positive", positive, shape=(n, d))
     check_matrix("negatives", negatives, ndim=3, shape=(n, None, d))
-    if normalize:
-        anchor, positive, negatives = (F.normalize(v, dim=-1) for v in (anchor, positive, negatives))
+    anchor, positive, negatives = (_as_float_tensor(name, v) for name, v in
+                                   (("anchor", anchor), ("positive", positive), ("negatives", negatives)))
+    if normalize:  # the floor follows the dtype: a zero row gives similarities 0, never 0/0
+        anchor, positive, negatives = (F.normalize(v, dim=-1, eps=safe_eps(v.dtype)) for v in (anchor, positive, negatives))
     s_pos = (anchor * positive).sum(-1)  # (n,)
     s_neg = torch.einsum("nd,nkd->nk", anchor, negatives)  # (n, k)
     return s_neg - s_pos[:, None]  # (n, k): z_j = s_j - s_+
@@ -51,7 +53,7 @@ def generalized_contrastive_loss(
     positive: torch.Tensor,
     negatives: torch.Tensor,
     *,
-    t: float = 1.0,
+    temperature: float = 1.0,
     psi: str | Callable[[torch.Tensor], torch.Tensor] = "infonce",
     normalize: bool = True,
     reduction: str = "mean",
@@ -63,7 +65,7 @@ def generalized_contrastive_loss(
     anchor, positive : Tensor of shape (n, d)
     negatives : Tensor of shape (n, k, d)
         Row ``i`` holds the ``k`` negatives of anchor ``i``.
-    t : float
+    temperature : float
         Temperature ``> 0``.
     psi : {"infonce", "exp"} or callable
         ``"infonce"``: ``log(1 + sum_j exp(z_j / t))``; ``"exp"``: ``sum_j exp(z_j / t)``;
@@ -79,8 +81,14 @@ def generalized_contrastive_loss(
     Shape
     -----
     anchor (n, d), positive (n, d), negatives (n, k, d) -> (n,) or ().
+
+    Examples
+    --------
+    >>> a = torch.tensor([[1.0, 0.0]]); p = a.clone(); neg = torch.tensor([[[0.0, 1.0]]])
+    >>> round(generalized_contrastive_loss(a, p, neg, psi="exp").item(), 4)  # e^{(0 - 1) / 1}
+    0.3679
     """
-    t = check_positive("t", t)
+    t = check_positive("temperature", temperature)
     if not callable(psi):
         check_in("psi", psi, _PSIS)
     z = _similarities(anchor, positive, negatives, normalize) / t
@@ -93,7 +101,7 @@ def generalized_contrastive_loss(
     return reduce(losses, reduction)
 
 
-def info_nce(anchor, positive, negatives, t: float = 1.0, *, normalize: bool = True, reduction: str = "mean"):
+def info_nce(anchor, positive, negatives, temperature: float = 1.0, *, normalize: bool = True, reduction: str = "mean"):
     r"""InfoNCE with ``k`` explicit negatives: ``log(1 + sum_j exp((s_j - s_+) / t))``.
 
     Equal to the cross-entropy of the logits ``[s_+, s_1, ..., s_k] / t`` at label 0. Arguments as in
@@ -105,19 +113,26 @@ def info_nce(anchor, positive, negatives, t: float = 1.0, *, normalize: bool = T
     >>> round(float(info_nce(a, p, neg)), 6)  # log(1 + e^{-2})
     0.126928
     """
-    return generalized_contrastive_loss(anchor, positive, negatives, t=t, psi="infonce", normalize=normalize,
+    return generalized_contrastive_loss(anchor, positive, negatives, temperature=temperature, psi="infonce", normalize=normalize,
                                         reduction=reduction)
 
 
 class GeneralizedContrastiveLoss(nn.Module):
-    """Module form of :func:`generalized_contrastive_loss` (holds ``t``, ``psi``, ``reduction``)."""
+    """Module form of :func:`generalized_contrastive_loss` (holds ``temperature``, ``psi``, ``reduction``).
 
-    def __init__(self, t: float = 1.0, psi="infonce", *, normalize: bool = True, reduction: str = "mean"):
+    Examples
+    --------
+    >>> a = torch.tensor([[1.0, 0.0]])
+    >>> round(GeneralizedContrastiveLoss(temperature=0.5)(a, a, torch.tensor([[[0.0, 1.0]]])).item(), 4)  # log(1 + e^-2)
+    0.1269
+    """
+
+    def __init__(self, temperature: float = 1.0, psi="infonce", *, normalize: bool = True, reduction: str = "mean"):
         super().__init__()
-        self.t, self.psi, self.normalize, self.reduction = t, psi, normalize, reduction
+        self.temperature, self.psi, self.normalize, self.reduction = temperature, psi, normalize, reduction
 
     def forward(self, anchor, positive, negatives):
-        return generalized_contrastive_loss(anchor, positive, negatives, t=self.t, psi=self.psi,
+        return generalized_contrastive_loss(anchor, positive, negatives, temperature=self.temperature, psi=self.psi,
                                             normalize=self.normalize, reduction=self.reduction)
 
 
@@ -149,6 +164,15 @@ def contrastive_batch_indices(labels, num_anchors: int, k: int, *, setting: str 
     ------
     ValueError
         ``k < 1``, unknown setting, or SCL with a single class.
+
+    Examples
+    --------
+    >>> a, p, n = contrastive_batch_indices(torch.tensor([0, 0, 1]), 4, 2, setting="scl",
+    ...                                     generator=torch.Generator().manual_seed(0))
+    >>> a.shape, n.shape
+    (torch.Size([4]), torch.Size([4, 2]))
+    >>> bool((torch.tensor([0, 0, 1])[n] != torch.tensor([0, 0, 1])[a][:, None]).all())  # SCL: other classes only
+    True
     """
     labels = check_labels(labels)
     check_in("setting", setting, ("ucl", "scl"))

@@ -31,7 +31,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_counts, check_in, check_logits_labels, check_nonnegative, check_positive, check_reduction, reduce
+from .._validation import (
+    check_class_vector,
+    check_counts,
+    check_features,
+    check_in,
+    check_int,
+    check_logits,
+    check_logits_labels,
+    check_nonnegative,
+    check_positive,
+    check_reduction,
+    reduce,
+)
+from ..margins import ldam_margins
 from ..reweighting import effective_number_weights, inverse_frequency_weights
 
 __all__ = [
@@ -43,7 +56,6 @@ __all__ = [
     "focal_loss",
     "ib_loss",
     "ldam_loss",
-    "ldam_margins",
     "logit_adjusted_loss",
     "logit_adjustment",
     "weighted_cross_entropy",
@@ -83,8 +95,17 @@ def weighted_cross_entropy(
     ----------
     Inverse-frequency weights: e.g. the ``IBReweight`` rule of Park et al. 2021;
     class-balanced weights: Cui et al., CVPR 2019, arXiv:1901.05555.
+
+    Examples
+    --------
+    >>> z, y = torch.tensor([[0.0, 0.0], [0.0, 0.0]]), torch.tensor([0, 1])
+    >>> round(weighted_cross_entropy(z, y, [1.0, 3.0]).item(), 4)  # every CE is log 2
+    0.6931
+    >>> round(weighted_cross_entropy(z, y, [1.0, 3.0], normalizer="batch").item(), 4)  # (1 + 3) log 2 / 2
+    1.3863
     """
-    _, c = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
     check_in("normalizer", normalizer, ("weights", "batch"))
     check_reduction(reduction)
     ce = F.cross_entropy(logits, labels, reduction="none")
@@ -97,7 +118,14 @@ def weighted_cross_entropy(
 
 
 class WeightedCrossEntropy(nn.Module):
-    """Module form of :func:`weighted_cross_entropy`; ``weight`` is a buffer (or ``None``)."""
+    """Module form of :func:`weighted_cross_entropy`; ``weight`` is a buffer (or ``None``).
+
+    Examples
+    --------
+    >>> loss = WeightedCrossEntropy([1.0, 3.0])
+    >>> round(loss(torch.zeros(2, 2), torch.tensor([0, 1])).item(), 4)
+    0.6931
+    """
 
     def __init__(self, weight: Any = None, *, normalizer: str = "weights", reduction: str = "mean") -> None:
         super().__init__()
@@ -148,8 +176,15 @@ def focal_loss(
     ----------
     Lin, Goyal, Girshick, He, Dollár, "Focal Loss for Dense Object Detection", ICCV 2017,
     eq. (5), arXiv:1708.02002.
+
+    Examples
+    --------
+    >>> z, y = torch.tensor([[0.0, 0.0]]), torch.tensor([0])
+    >>> round(focal_loss(z, y, gamma=1.0).item(), 4)  # (1 - 1/2) log 2
+    0.3466
     """
-    _, c = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
     gamma = check_nonnegative("gamma", gamma)
     check_reduction(reduction)
     ce = F.cross_entropy(logits, labels, reduction="none")
@@ -160,7 +195,13 @@ def focal_loss(
 
 
 class FocalLoss(nn.Module):
-    """Module form of :func:`focal_loss`."""
+    """Module form of :func:`focal_loss`.
+
+    Examples
+    --------
+    >>> round(FocalLoss(gamma=0.0)(torch.zeros(1, 2), torch.tensor([0])).item(), 4)  # gamma = 0: CE
+    0.6931
+    """
 
     def __init__(self, *, gamma: float = 1.0, weight: Any = None, reduction: str = "mean") -> None:
         super().__init__()
@@ -173,28 +214,6 @@ class FocalLoss(nn.Module):
 
 
 # ----------------------------------------------------------------------------- LDAM
-def ldam_margins(counts: Any, max_margin: float = 0.5) -> torch.Tensor:
-    r"""LDAM margins ``m_c ∝ n_c^{-1/4}``, scaled so that the largest is ``max_margin``.
-
-    Parameters
-    ----------
-    counts : array-like of shape (C,), int
-    max_margin : float, default 0.5
-
-    Returns
-    -------
-    Tensor of shape (C,), float64.
-
-    References
-    ----------
-    Cao, Wei, Gaidon, Arechiga, Ma, "Learning Imbalanced Datasets with
-    Label-Distribution-Aware Margin Loss", NeurIPS 2019, eq. (13), arXiv:1906.07413.
-    """
-    n = torch.as_tensor(check_counts(counts), dtype=torch.float64)
-    m = n.pow(-0.25)
-    return m * (check_positive("max_margin", max_margin) / m.max())
-
-
 def ldam_loss(
     logits: torch.Tensor,
     labels: torch.Tensor,
@@ -215,7 +234,7 @@ def ldam_loss(
     logits : Tensor of shape (n, C)
     labels : Tensor of shape (n,), int64
     margins : array-like of shape (C,)
-        ``m_c >= 0``, e.g. from :func:`ldam_margins`.
+        ``m_c >= 0``, e.g. from :func:`ncbook.margins.ldam_margins`.
     scale : float, default 30.0
     weight : array-like of shape (C,), optional
         Class weights (DRW passes class-balanced weights after its switch epoch).
@@ -230,8 +249,16 @@ def ldam_loss(
     References
     ----------
     Cao et al., NeurIPS 2019, eq. (10) and Algorithm 1 (DRW), arXiv:1906.07413.
+
+    Examples
+    --------
+    >>> round(ldam_loss(torch.tensor([[0.0, 0.0]]), torch.tensor([0]), [0.5, 0.5], scale=1.0).item(), 4)
+    0.9741
+    >>> round(ldam_loss(torch.tensor([[0, 0]]), torch.tensor([0]), [0.5, 0.5], scale=1.0).item(), 4)  # integers promoted
+    0.9741
     """
-    _, c = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
     m = _as_class_vector("margins", margins, c).to(logits)
     s = check_positive("scale", scale)
     shifted = logits - F.one_hot(labels, c).to(logits) * m[labels].unsqueeze(1)
@@ -259,6 +286,14 @@ class LDAMLoss(nn.Module):
     References
     ----------
     Cao et al., NeurIPS 2019, arXiv:1906.07413.
+
+    Examples
+    --------
+    >>> loss = LDAMLoss([16, 1], scale=1.0, drw_epoch=None)
+    >>> loss.margins.tolist()  # 0.5 (n_min / n_c)^(1/4)
+    [0.25, 0.5]
+    >>> round(loss(torch.zeros(1, 2), torch.tensor([1])).item(), 4)  # log(1 + e^{0.5})
+    0.9741
     """
 
     def __init__(self, counts: Any, *, max_margin: float = 0.5, scale: float = 30.0, drw_epoch: int | None = 160,
@@ -299,7 +334,13 @@ def logit_adjustment(logits: torch.Tensor, counts: Any, *, tau: float = 1.0) -> 
     ----------
     Menon, Jayasumana, Rawat, Jain, Veit, Kumar, "Long-tail learning via logit
     adjustment", ICLR 2021, eq. (9), arXiv:2007.07314.
+
+    Examples
+    --------
+    >>> logit_adjustment(torch.tensor([[6, 0]]), [9, 1]).numpy().round(4)  # 6 - log 0.9, 0 - log 0.1
+    array([[6.1054, 2.3026]], dtype=float32)
     """
+    logits = check_logits(logits)
     log_pi = _log_prior(counts, logits)
     return logits - check_nonnegative("tau", tau) * log_pi
 
@@ -326,15 +367,29 @@ def logit_adjusted_loss(
     References
     ----------
     Menon et al., ICLR 2021, eq. (10), arXiv:2007.07314.
+
+    Examples
+    --------
+    >>> z, y = torch.zeros(1, 2), torch.tensor([0])
+    >>> round(logit_adjusted_loss(z, y, [1, 1]).item(), 4)  # a uniform prior changes nothing
+    0.6931
+    >>> round(logit_adjusted_loss(z, y, [3, 1]).item(), 4)  # -log(3/4)
+    0.2877
     """
-    check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels)
     check_reduction(reduction)
     adjusted = logits + check_nonnegative("tau", tau) * _log_prior(counts, logits)
     return reduce(F.cross_entropy(adjusted, labels, reduction="none"), reduction)
 
 
 class LogitAdjustedLoss(nn.Module):
-    """Module form of :func:`logit_adjusted_loss`; ``log pi`` is a buffer."""
+    """Module form of :func:`logit_adjusted_loss`; ``log pi`` is a buffer.
+
+    Examples
+    --------
+    >>> round(LogitAdjustedLoss([3, 1])(torch.zeros(1, 2), torch.tensor([0])).item(), 4)
+    0.2877
+    """
 
     def __init__(self, counts: Any, *, tau: float = 1.0, reduction: str = "mean") -> None:
         super().__init__()
@@ -381,10 +436,16 @@ def ib_loss(
     ----------
     Park, Lim, Jeon, Choi, "Influence-Balanced Loss for Imbalanced Visual
     Classification", ICCV 2021, eq. (7)-(8), arXiv:2110.02444.
+
+    Examples
+    --------
+    >>> z, y, h = torch.zeros(1, 2), torch.tensor([0]), torch.tensor([[1.0, 1.0]])
+    >>> round(ib_loss(z, y, h, alpha=1.0, eps=1e-12).item(), 4)  # log 2 / (|(1/2, 1/2) - (1, 0)|_1 |h|_1)
+    0.3466
     """
-    _, c = check_logits_labels(logits, labels)
-    if not isinstance(features, torch.Tensor) or features.ndim != 2 or features.shape[0] != logits.shape[0]:
-        raise ValueError(f"features must be a tensor of shape ({logits.shape[0]}, d); got {getattr(features, 'shape', type(features))}.")
+    logits, labels = check_logits_labels(logits, labels)
+    c = logits.shape[1]
+    features = check_features(features, n=logits.shape[0])
     alpha = check_positive("alpha", alpha)
     eps = check_positive("eps", eps)
     check_reduction(reduction)
@@ -414,6 +475,12 @@ class IBLoss(nn.Module):
     References
     ----------
     Park et al., ICCV 2021, arXiv:2110.02444.
+
+    Examples
+    --------
+    >>> loss = IBLoss(alpha=1.0, eps=1e-12, start_epoch=0)
+    >>> round(loss(torch.zeros(1, 2), torch.tensor([0]), torch.tensor([[1.0, 1.0]])).item(), 4)
+    0.3466
     """
 
     needs_features = True
@@ -433,19 +500,14 @@ class IBLoss(nn.Module):
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         if int(self.epoch) < self.start_epoch:
-            return F.cross_entropy(logits, labels, reduction=self.reduction)
+            return weighted_cross_entropy(logits, labels, reduction=self.reduction)
         return ib_loss(logits, labels, features, weight=self.weight, alpha=self.alpha, eps=self.eps,
                        reduction=self.reduction)
 
 
 # ----------------------------------------------------------------------------- private helpers
 def _as_class_vector(name, x, c):
-    t = x.detach().double() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
-    if t.ndim != 1 or (c is not None and t.numel() != c):
-        raise ValueError(f"{name} must have shape ({c if c is not None else 'C'},); got {tuple(t.shape)}.")
-    if not torch.isfinite(t).all() or (t < 0).any():
-        raise ValueError(f"{name} must be finite and >= 0; got {t.tolist()}.")
-    return t
+    return check_class_vector(name, x, c)
 
 
 def _log_prior(counts, like):
@@ -456,8 +518,4 @@ def _log_prior(counts, like):
 
 
 def _check_epoch(name, epoch):
-    if epoch is None:
-        return None
-    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
-        raise ValueError(f"{name} must be an integer >= 0 or None; got {epoch!r}.")
-    return int(epoch)
+    return check_int(name, epoch, 0, allow_none=True)

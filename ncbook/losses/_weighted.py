@@ -41,6 +41,7 @@ from torch import nn
 from .._validation import (
     as_float64,
     check_counts,
+    check_features,
     check_finite,
     check_in,
     check_labels,
@@ -48,6 +49,7 @@ from .._validation import (
     check_positive,
     check_reduction,
     check_square,
+    safe_eps,
 )
 
 __all__ = [
@@ -83,6 +85,11 @@ def supcon_weights(labels) -> torch.Tensor:
     References
     ----------
     Khosla et al. 2020, the ``L_out`` loss; arXiv:2605.13943, Sec. on supervised weights.
+
+    Examples
+    --------
+    >>> supcon_weights([0, 0, 1]).tolist()
+    [[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
     y = check_labels(labels)
     return (y[:, None] == y[None, :]).to(torch.float64)
@@ -113,6 +120,11 @@ def soft_supcon_weights(labels, epsilon: float) -> torch.Tensor:
     References
     ----------
     arXiv:2605.13943, Soft SupCon and its closed form.
+
+    Examples
+    --------
+    >>> soft_supcon_weights([0, 1], 0.1).tolist()
+    [[1.0, 0.1], [0.1, 1.0]]
     """
     eps = check_positive("epsilon", epsilon)
     if eps > 1:
@@ -145,7 +157,18 @@ def gaussian_kernel_weights(y, sigma: float) -> torch.Tensor:
 
     Returns
     -------
-    Tensor of shape (N, N), float64, with ones on the diagonal.
+    Tensor of shape (N, N), float64, symmetric, with ones on the diagonal. The exact kernel
+    whenever float64 can hold it; when a whole row would underflow to 0 (a tiny ``sigma``),
+    the kernel is computed in log space and scaled by one global factor so that the largest
+    off-diagonal weight is 1. A global factor changes neither :func:`w_info_nce`, its
+    bound, nor the distance-geometry verdict of :mod:`ncbook.dgp` (only its shift).
+
+    Examples
+    --------
+    >>> round(gaussian_kernel_weights([0.0, 1.0, 3.0], 0.5)[0, 1].item(), 6)  # e^{-2}
+    0.135335
+    >>> gaussian_kernel_weights([0.0, 1.0, 2.0], 0.02)[0, 1].item()  # e^{-1250} is 0 in float64: rescaled
+    1.0
 
     References
     ----------
@@ -153,11 +176,12 @@ def gaussian_kernel_weights(y, sigma: float) -> torch.Tensor:
     """
     s = check_positive("sigma", sigma)
     t = _as_label_matrix(y, "y")
+    t = t - t.mean(dim=0)  # translation invariant: large offsets cannot cancel
     sq = torch.cdist(t, t).pow(2)
-    return torch.exp(-sq / (2.0 * s * s))
+    return _exp_shifted(-sq / (2.0 * s * s))
 
 
-def xclr_weights(label_embeddings, tau_s: float) -> torch.Tensor:
+def xclr_weights(label_embeddings, label_temperature: float) -> torch.Tensor:
     r"""X-CLR weights ``w_ij = exp(<e_i, e_j> / tau_s)`` from unit label embeddings.
 
     Rows of ``label_embeddings`` are normalised to unit length first. After row
@@ -166,48 +190,76 @@ def xclr_weights(label_embeddings, tau_s: float) -> torch.Tensor:
     Parameters
     ----------
     label_embeddings : array-like of shape (N, p)
-    tau_s : float
+    label_temperature : float
         Temperature of the label similarities, ``> 0``.
 
     Returns
     -------
-    Tensor of shape (N, N), float64.
+    Tensor of shape (N, N), float64, symmetric. The exact weights whenever float64 can hold
+    them; at a ``tau_s`` so small that ``exp`` would overflow, they are computed in log
+    space and scaled by one global factor (largest off-diagonal weight 1, unit diagonal),
+    which leaves the targets ``softmax_j`` unchanged.
 
     Raises
     ------
     ValueError
         If a label embedding is the zero vector.
 
+    Examples
+    --------
+    >>> w = xclr_weights(torch.eye(2, dtype=torch.float64), 0.001)  # e^{1000} would overflow
+    >>> bool(torch.isfinite(w).all())
+    True
+
     References
     ----------
     Sobal et al. 2024 (arXiv:2407.18134); arXiv:2605.13943, cosine-cosine case.
     """
-    ts = check_positive("tau_s", tau_s)
+    ts = check_positive("label_temperature", label_temperature)
     e = _as_label_matrix(label_embeddings, "label_embeddings")
     norms = e.norm(dim=1, keepdim=True)
     if (norms == 0).any():
         raise ValueError("label_embeddings must have non-zero rows (they are normalised to unit length).")
     e = e / norms
-    return torch.exp(e @ e.T / ts)
+    return _exp_shifted(e @ e.T / ts)
+
+
+_LOG_SAFE = 700.0  # |log w| beyond which exp overflows or a whole row underflows in float64
+
+
+def _exp_shifted(log_w: torch.Tensor) -> torch.Tensor:
+    """``exp(log_w)``, exact whenever float64 can hold it; otherwise ``exp(log_w - top)`` with
+    ``top`` the largest off-diagonal log-weight (one global factor) and a unit diagonal."""
+    n = log_w.shape[0]
+    off = ~torch.eye(n, dtype=torch.bool)
+    if n < 2:
+        return torch.exp(log_w)
+    row_top = log_w.masked_fill(~off, float("-inf")).amax(dim=1)
+    if log_w.max() <= _LOG_SAFE and row_top.min() >= -_LOG_SAFE:
+        return torch.exp(log_w)
+    return torch.exp(log_w - row_top.max()).masked_fill(~off, 1.0)
 
 
 # ---------------------------------------------------------------- similarities and loss
 def _check_weights(weights, n: int, *, like: torch.Tensor) -> torch.Tensor:
+    """Weights as a float64 tensor on ``like``'s device: targets are formed in float64 and
+    only then cast to the features' dtype, so float16/float32 features never see an
+    overflowing or underflowing raw weight."""
     check_square("weights", weights)
     if weights.shape[0] != n:
         raise ValueError(f"weights must be ({n}, {n}) to match the {n} embeddings; got {tuple(weights.shape)}.")
-    w = torch.as_tensor(weights).to(dtype=like.dtype, device=like.device)
+    w = torch.as_tensor(weights).to(dtype=torch.float64, device=like.device)
     check_finite("weights", w)
     if (w < 0).any():
         raise ValueError(f"weights must be non-negative; got minimum {w.min().item():.4g}.")
     return w
 
 
-def _check_tau(tau) -> float:
-    return check_positive("tau", tau)
+def _check_tau(temperature) -> float:
+    return check_positive("temperature", temperature)
 
 
-def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", tau: float) -> torch.Tensor:
+def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", temperature: float) -> torch.Tensor:
     """Latent similarity matrix ``S`` of the rows of ``z``.
 
     Parameters
@@ -215,23 +267,33 @@ def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", tau: float
     z : Tensor of shape (N, d)
     similarity : {"cosine", "euclidean"}
         ``"cosine"``: ``cos(z_i, z_j) / tau``; ``"euclidean"``: ``-||z_i - z_j||^2 / tau``.
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
 
     Returns
     -------
     Tensor of shape (N, N) (the diagonal is kept; callers mask it).
+
+    Examples
+    --------
+    >>> z = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    >>> latent_similarity(z, temperature=0.5).tolist()  # a zero row has cosine 0
+    [[0.0, 0.0], [0.0, 2.0]]
+    >>> latent_similarity(z, similarity="euclidean", temperature=5.0).tolist()  # -25 / 5
+    [[-0.0, -5.0], [-5.0, -0.0]]
     """
     check_in("similarity", similarity, SIMILARITIES)
-    t = _check_tau(tau)
-    check_matrix("z", z)
+    t = _check_tau(temperature)
+    z = check_features(z, "z")
     return _similarity(z, similarity, t)
 
 
 def _similarity(z: torch.Tensor, similarity: str, tau: float) -> torch.Tensor:
     if similarity == "cosine":
-        u = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        # floor from the dtype: a fixed 1e-12 is 0 in float16 and a zero row became 0/0
+        u = z / z.norm(dim=1, keepdim=True).clamp_min(safe_eps(z.dtype))
         return u @ u.T / tau
+    z = z - z.mean(dim=0, keepdim=True)  # distances are translation invariant; centring avoids cancellation
     sq = (z * z).sum(dim=1)
     d2 = (sq[:, None] + sq[None, :] - 2.0 * (z @ z.T)).clamp_min(0.0)
     return -d2 / tau
@@ -247,6 +309,7 @@ def _row_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.
 
 def _anchor_targets(w: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     w = w * mask
+    w = w / w.amax(dim=1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)  # row scale: no overflow in the sum
     total = w.sum(dim=1, keepdim=True)
     valid = total[:, 0] > 0
     p = torch.where(total > 0, w / total.clamp_min(torch.finfo(w.dtype).tiny), torch.zeros_like(w))
@@ -267,7 +330,7 @@ def w_info_nce(
     weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
     reduction: str = "mean",
 ) -> torch.Tensor:
     r"""Weighted InfoNCE loss of embeddings ``z`` under prior weights ``W``.
@@ -287,7 +350,7 @@ def w_info_nce(
     weights : Tensor or ndarray of shape (N, N)
         Non-negative prior weights; the diagonal is ignored. Need not be symmetric.
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
     reduction : {"none", "mean", "sum"}
         ``"none"`` gives the ``(N,)`` per-anchor losses (0 for an anchor without any
@@ -311,20 +374,20 @@ def w_info_nce(
     --------
     >>> z = torch.eye(3, dtype=torch.float64)
     >>> w = torch.ones(3, 3, dtype=torch.float64)
-    >>> round(float(w_info_nce(z, w, tau=1.0)), 6)  # equal similarities: log 2
+    >>> round(float(w_info_nce(z, w, temperature=1.0)), 6)  # equal similarities: log 2
     0.693147
     """
-    check_matrix("z", z)
+    z = check_features(z, "z")
     n = z.shape[0]
     if n < 2:
         raise ValueError(f"z must hold at least 2 points (an anchor needs another point); got {n}.")
     check_in("similarity", similarity, SIMILARITIES)
     check_reduction(reduction)
-    t = _check_tau(tau)
+    t = _check_tau(temperature)
     w = _check_weights(weights, n, like=z)
     mask = ~torch.eye(n, dtype=torch.bool, device=z.device)
     p, valid = _anchor_targets(w, mask)
-    values = _row_cross_entropy(_similarity(z, similarity, t), p, mask)
+    values = _row_cross_entropy(_similarity(z, similarity, t), p.to(z.dtype), mask)
     return _reduce_valid(values, valid, reduction)
 
 
@@ -350,6 +413,11 @@ def entropic_lower_bound(weights) -> float:
     References
     ----------
     arXiv:2605.13943, the entropic lower bound (reached iff ``S_ij = log w_ij + c``).
+
+    Examples
+    --------
+    >>> round(entropic_lower_bound(supcon_weights([0, 0, 0, 1, 1, 1])), 6)  # two positives each: log 2
+    0.693147
     """
     check_square("weights", weights)
     w = torch.as_tensor(as_float64(weights))
@@ -364,7 +432,7 @@ def entropic_lower_bound(weights) -> float:
 
 
 def column_normalized_w_info_nce(
-    z: torch.Tensor, weights, *, similarity: str = "cosine", tau: float, reduction: str = "mean"
+    z: torch.Tensor, weights, *, similarity: str = "cosine", temperature: float, reduction: str = "mean"
 ) -> torch.Tensor:
     r"""w-InfoNCE with the y-Aware reference code's normalisation (for comparison only).
 
@@ -391,23 +459,29 @@ def column_normalized_w_info_nce(
     ----------
     Dufumier et al. 2021, reference implementation of the generalised supervised
     NT-Xent loss; arXiv:2605.13943 discusses the y-Aware objective.
+
+    Examples
+    --------
+    >>> z, w = torch.eye(3, dtype=torch.float64), torch.ones(3, 3, dtype=torch.float64)
+    >>> round(float(column_normalized_w_info_nce(z, w, temperature=1.0)), 6)  # uniform weights: as w_info_nce
+    0.693147
     """
-    check_matrix("z", z)
+    z = check_features(z, "z")
     n = z.shape[0]
     check_in("similarity", similarity, SIMILARITIES)
     check_reduction(reduction)
-    t = _check_tau(tau)
+    t = _check_tau(temperature)
     w = _check_weights(weights, n, like=z)
     mask = ~torch.eye(n, dtype=torch.bool, device=z.device)
     w = w * mask
     p = w / w.sum(dim=1)[None, :].clamp_min(torch.finfo(w.dtype).tiny)  # the broadcast of the reference code
-    values = _row_cross_entropy(_similarity(z, similarity, t), p, mask)
+    values = _row_cross_entropy(_similarity(z, similarity, t), p.to(z.dtype), mask)
     return _reduce_valid(values, torch.ones(n, dtype=torch.bool, device=z.device), reduction)
 
 
 # ---------------------------------------------------------------- class-level form
 def _check_prototype_inputs(prototypes, counts, class_weights):
-    check_matrix("prototypes", prototypes)
+    prototypes = check_features(prototypes, "prototypes")
     cnt = check_counts(counts)
     c = prototypes.shape[0]
     if cnt.size != c:
@@ -415,13 +489,13 @@ def _check_prototype_inputs(prototypes, counts, class_weights):
     check_square("class_weights", class_weights)
     if class_weights.shape[0] != c:
         raise ValueError(f"class_weights must be ({c}, {c}); got {tuple(class_weights.shape)}.")
-    om = torch.as_tensor(as_float64(class_weights)).to(dtype=prototypes.dtype, device=prototypes.device)
+    om = torch.as_tensor(as_float64(class_weights)).to(device=prototypes.device)  # float64: targets first
     check_finite("class_weights", om)
     if (om < 0).any():
         raise ValueError(f"class_weights must be non-negative; got minimum {om.min().item():.4g}.")
     m = torch.as_tensor(cnt, dtype=prototypes.dtype, device=prototypes.device)
     mult = m[None, :].repeat(c, 1) - torch.eye(c, dtype=prototypes.dtype, device=prototypes.device)  # m_cc'
-    return m, mult, om
+    return prototypes, m, mult, om
 
 
 def prototype_w_info_nce(
@@ -430,7 +504,7 @@ def prototype_w_info_nce(
     class_weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
 ) -> torch.Tensor:
     r"""Class-level w-InfoNCE: every sample of class ``c`` sits at its prototype ``mu_c``.
 
@@ -453,7 +527,7 @@ def prototype_w_info_nce(
     class_weights : Tensor or ndarray of shape (C, C)
         ``Omega_cc'``, the weight of a pair (class ``c``, class ``c'``); non-negative.
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
 
     Returns
     -------
@@ -463,14 +537,22 @@ def prototype_w_info_nce(
     References
     ----------
     arXiv:2605.13943, class-collapsed form of the supervised objectives.
+
+    Examples
+    --------
+    >>> protos = torch.eye(2, dtype=torch.float64)
+    >>> full = w_info_nce(protos[[0, 0, 1]], supcon_weights([0, 0, 1]), temperature=1.0)
+    >>> bool(torch.isclose(prototype_w_info_nce(protos, [2, 1], torch.eye(2), temperature=1.0), full))
+    True
     """
     check_in("similarity", similarity, SIMILARITIES)
-    t = _check_tau(tau)
-    m, mult, om = _check_prototype_inputs(prototypes, counts, class_weights)
+    t = _check_tau(temperature)
+    prototypes, m, mult, om = _check_prototype_inputs(prototypes, counts, class_weights)
     present = mult > 0
-    p, valid = _anchor_targets(mult * om, present)
+    p, valid = _anchor_targets(mult.double() * om, present)
+    p = p.to(prototypes.dtype)
     s = _similarity(prototypes, similarity, t)
-    logits = s + torch.log(mult.clamp_min(1e-300))  # sum_c' m_cc' e^{S_cc'} in log space
+    logits = s + torch.log(mult.clamp_min(safe_eps(mult.dtype)))  # sum_c' m_cc' e^{S_cc'} in log space
     masked = logits.masked_fill(~present, float("-inf"))
     lse = torch.logsumexp(masked, dim=1)
     ce = -(p * torch.where(present, s, torch.zeros_like(s))).sum(dim=1) + lse
@@ -490,12 +572,17 @@ def prototype_entropic_lower_bound(counts, class_weights) -> float:
     Returns
     -------
     float (nats).
+
+    Examples
+    --------
+    >>> round(prototype_entropic_lower_bound([3, 3], torch.eye(2)), 6)  # as the sample-level SupCon bound
+    0.693147
     """
     cnt = check_counts(counts)
     dummy = torch.zeros(cnt.size, 1, dtype=torch.float64)
-    m, mult, om = _check_prototype_inputs(dummy, cnt, class_weights)
+    _, m, mult, om = _check_prototype_inputs(dummy, cnt, class_weights)
     present = mult > 0
-    p, valid = _anchor_targets(mult * om, present)
+    p, valid = _anchor_targets(mult * om, present)  # float64 throughout
     # each of the m_cc' points of class c' carries p_cc' / m_cc'
     per_point = torch.where(present, p / mult.clamp_min(1), torch.zeros_like(p))
     ent = -torch.where(p > 0, p * torch.log(per_point.clamp_min(1e-300)), torch.zeros_like(p)).sum(dim=1)
@@ -511,7 +598,7 @@ class WInfoNCELoss(nn.Module):
         ``weight_fn(targets) -> (B, B)`` weights for a batch (e.g.
         ``functools.partial(soft_supcon_weights, epsilon=1e-3)``).
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
     reduction : {"none", "mean", "sum"}
 
     Notes
@@ -522,19 +609,26 @@ class WInfoNCELoss(nn.Module):
     Shape
     -----
     features ``(B, d)``, targets ``(B,)`` or ``(B, p)``; output scalar or ``(B,)``.
+
+    Examples
+    --------
+    >>> loss = WInfoNCELoss(supcon_weights, temperature=1.0)
+    >>> z = torch.eye(3, dtype=torch.float64)
+    >>> round(float(loss(None, torch.tensor([0, 0, 0]), z)), 6)
+    0.693147
     """
 
     needs_features = True
 
-    def __init__(self, weight_fn, *, similarity: str = "cosine", tau: float, reduction: str = "mean"):
+    def __init__(self, weight_fn, *, similarity: str = "cosine", temperature: float, reduction: str = "mean"):
         super().__init__()
         check_in("similarity", similarity, SIMILARITIES)
         check_reduction(reduction)
         self.weight_fn = weight_fn
         self.similarity = similarity
-        self.tau = _check_tau(tau)
+        self.temperature = _check_tau(temperature)
         self.reduction = reduction
 
     def forward(self, logits, targets, features=None):  # noqa: D401 - protocol signature
         z = logits if features is None else features
-        return w_info_nce(z, self.weight_fn(targets), similarity=self.similarity, tau=self.tau, reduction=self.reduction)
+        return w_info_nce(z, self.weight_fn(targets), similarity=self.similarity, temperature=self.temperature, reduction=self.reduction)

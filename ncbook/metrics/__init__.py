@@ -5,6 +5,8 @@ Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension. Features are
 they work on any model's features; they never import models, losses or training code.
 """
 
+from ._accuracy import difficulty_groups
+from ._accuracy import group_accuracy
 from ._accuracy import per_class_accuracy
 from ._accuracy import shot_accuracy
 from ._dgp import entropic_gap
@@ -24,7 +26,9 @@ __all__ = [
     "NCAccumulator",
     "centered_means",
     "class_means",
+    "difficulty_groups",
     "entropic_gap",
+    "group_accuracy",
     "loss_imbalance",
     "nc1",
     "nc2",

@@ -5,12 +5,14 @@ Letters: ``n`` samples, ``C`` classes.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import torch
 
 from .._validation import check_counts, check_labels
 
-__all__ = ["per_class_accuracy", "shot_accuracy"]
+__all__ = ["difficulty_groups", "group_accuracy", "per_class_accuracy", "shot_accuracy"]
 
 
 def _preds(predictions) -> torch.Tensor:
@@ -30,6 +32,11 @@ def per_class_accuracy(predictions, labels, num_classes: int | None = None) -> t
     Returns
     -------
     Tensor of shape (C,), float64; NaN for a class absent from ``labels``.
+
+    Examples
+    --------
+    >>> per_class_accuracy(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 0, 1, 1]), 3).tolist()
+    [0.5, 0.5, nan]
     """
     y = check_labels(labels, num_classes).cpu()
     p = _preds(predictions)
@@ -61,6 +68,12 @@ def shot_accuracy(predictions, labels, train_counts, *, many: int = 100, few: in
     -------
     dict with float values ``overall`` (mean over classes), ``many``, ``medium``, ``few``
     (NaN for an empty group).
+
+    Examples
+    --------
+    >>> out = shot_accuracy(torch.tensor([0, 1, 1]), torch.tensor([0, 1, 2]), [500, 50, 5])
+    >>> out["many"], out["medium"], out["few"]
+    (1.0, 1.0, 0.0)
     """
     counts = check_counts(train_counts, "train_counts")
     if few > many:
@@ -71,3 +84,48 @@ def shot_accuracy(predictions, labels, train_counts, *, many: int = 100, few: in
     for name, mask in groups.items():
         out[name] = float(np.nanmean(acc[mask])) if mask.any() and not np.all(np.isnan(acc[mask])) else float("nan")
     return out
+
+
+def difficulty_groups(class_accuracy, *, groups: Sequence[str] = ("easy", "medium", "hard")) -> dict[str, np.ndarray]:
+    """Split classes into equal-size groups by a reference model's per-class accuracy.
+
+    Classes are sorted by decreasing accuracy (ties by class index) and cut into
+    ``len(groups)`` nearly equal parts with ``numpy.array_split`` (the first groups
+    take the extra classes). This is our split, fixed once from the CE model and
+    reused for every method, as the MR2 paper reports easy/medium/hard thirds.
+
+    Parameters
+    ----------
+    class_accuracy : array-like of shape (C,)
+    groups : sequence of str, default ("easy", "medium", "hard")
+
+    Returns
+    -------
+    dict mapping group name to an int array of class indices.
+
+    Examples
+    --------
+    >>> difficulty_groups([0.9, 0.2, 0.5, 0.7, 0.1, 0.8])
+    {'easy': array([0, 5]), 'medium': array([2, 3]), 'hard': array([1, 4])}
+    """
+    acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
+                     dtype=np.float64)
+    if acc.ndim != 1 or acc.size < len(groups):
+        raise ValueError(
+            f"class_accuracy must be 1-D with at least {len(groups)} classes; got shape {acc.shape}."
+        )
+    order = np.lexsort((np.arange(acc.size), -acc))
+    return {name: np.sort(part) for name, part in zip(groups, np.array_split(order, len(groups)))}
+
+
+def group_accuracy(class_accuracy, groups: dict[str, np.ndarray]) -> dict[str, float]:
+    """Mean per-class accuracy within each group (classes weighted equally).
+
+    Examples
+    --------
+    >>> group_accuracy([0.9, 0.2, 0.5, 0.7], {"easy": np.array([0, 3]), "hard": np.array([1, 2])})
+    {'easy': 0.8, 'hard': 0.35}
+    """
+    acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
+                     dtype=np.float64)
+    return {name: float(acc[idx].mean()) for name, idx in groups.items()}

@@ -73,6 +73,11 @@ def class_means(features, labels, num_classes: int | None = None) -> torch.Tenso
     ------
     ValueError
         If shapes disagree, features hold NaN/inf, or a class has no sample.
+
+    Examples
+    --------
+    >>> class_means(torch.tensor([[1.0, 0.0], [3.0, 0.0], [0.0, 2.0]]), [0, 0, 1]).tolist()
+    [[2.0, 0.0], [0.0, 2.0]]
     """
     h, y, c, counts = _features_labels(features, labels, num_classes)
     return _class_means(h, y, c, counts)
@@ -88,6 +93,11 @@ def centered_means(features, labels, num_classes: int | None = None, *, global_m
     ``global_mean="class"`` subtracts the unweighted mean of class means (the
     default: under imbalance the sample mean is pulled toward majority classes, and an
     exact ETF would look uncollapsed); ``"sample"`` subtracts the sample mean.
+
+    Examples
+    --------
+    >>> centered_means(torch.tensor([[1.0, 0.0], [3.0, 0.0], [0.0, 2.0]]), [0, 0, 1]).tolist()
+    [[1.0, -1.0], [-1.0, 1.0]]
     """
     check_in("global_mean", global_mean, GLOBAL_MEANS)
     h, y, c, counts = _features_labels(features, labels, num_classes)
@@ -147,6 +157,12 @@ def nc1(features, labels, num_classes: int | None = None, *, global_mean: str = 
     References
     ----------
     Papyan, Han, Donoho, PNAS 2020, Figure 6.
+
+    Examples
+    --------
+    >>> h = torch.tensor([[1.0, 0.0], [1.0, 0.0], [-1.0, 0.0]])
+    >>> nc1(h, [0, 0, 1])  # features at their class means
+    0.0
     """
     check_in("global_mean", global_mean, GLOBAL_MEANS)
     check_in("within", within, WITHINS)
@@ -179,16 +195,26 @@ def nc2(x) -> float:
     References
     ----------
     Papyan, Han, Donoho, PNAS 2020 (equinorm and equiangularity, here as one scale-free distance).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> round(nc2(np.array([[1.0, 0.0], [-0.5, 3 ** 0.5 / 2], [-0.5, -(3 ** 0.5) / 2]])), 12)  # a simplex ETF
+    0.0
     """
-    check_matrix("x", x)
+    return _nc2(x, "x")
+
+
+def _nc2(x, name: str) -> float:
+    check_matrix(name, x)
     x = _f64(x)
     if x.shape[0] < 2:
-        raise ValueError(f"x must have at least 2 rows (classes); got shape {tuple(x.shape)}.")
-    check_finite("x", x)
+        raise ValueError(f"{name} must have at least 2 rows (classes); got shape {tuple(x.shape)}.")
+    check_finite(name, x)
     g = x @ x.T
     norm = g.norm()
     if norm == 0:
-        raise ValueError("x must not be all zeros.")
+        raise ValueError(f"{name} must not be all zeros (NC2 compares directions; a zero matrix has none).")
     return float((g / norm - _simplex_target(x.shape[0])).norm())
 
 
@@ -209,6 +235,22 @@ def nc3(classifier, means, *, variant: str = "papyan") -> float:
     -------
     float; 0 when ``W`` is a positive multiple of ``M_bar`` and both form a simplex ETF.
 
+    Raises
+    ------
+    ValueError
+        If the shapes differ, an input holds NaN/inf, or a direction is undefined: a zero
+        classifier, zero centred means (all class means equal), or (``"zhu"``) ``W M^T = 0``.
+
+    Examples
+    --------
+    >>> m = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
+    >>> nc3(2 * m, m)
+    0.0
+    >>> nc3(torch.zeros(2, 2), m)
+    Traceback (most recent call last):
+    ...
+    ValueError: classifier must not be all zeros (NC3 compares directions; a zero matrix has none).
+
     References
     ----------
     Papyan et al., PNAS 2020; Zhu et al., NeurIPS 2021, arXiv:2105.02375, Section 4.
@@ -217,9 +259,19 @@ def nc3(classifier, means, *, variant: str = "papyan") -> float:
     check_matrix("classifier", classifier)
     check_matrix("means", means, shape=tuple(classifier.shape))
     w, m = _f64(classifier), _f64(means)
+    check_finite("classifier", w)
+    check_finite("means", m)
+    if w.norm() == 0:
+        raise ValueError("classifier must not be all zeros (NC3 compares directions; a zero matrix has none).")
+    if m.norm() == 0:
+        raise ValueError("means must not be all zeros: the centred class means vanish (every class mean is equal), "
+                         "so they have no direction to compare.")
     if variant == "papyan":
         return float((w / w.norm() - m / m.norm()).norm())
     p = w @ m.T
+    if p.norm() == 0:
+        raise ValueError("classifier @ means.T is all zeros (the classifier is orthogonal to the means): "
+                         "the 'zhu' variant is undefined; use variant='papyan'.")
     return float((p / p.norm() - _simplex_target(w.shape[0])).norm())
 
 
@@ -237,17 +289,39 @@ def nc4(features, predictions, means) -> float:
     -------
     float in ``[0, 1]``: fraction of samples where the two predictions differ.
 
+    Raises
+    ------
+    ValueError
+        If ``means`` is not ``(C, d)`` with the features' ``d``, predictions do not match the
+        rows of ``features``, or an input holds NaN/inf.
+    TypeError
+        If 1-D predictions are not integer class indices.
+
+    Examples
+    --------
+    >>> h = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> nc4(h, torch.tensor([0, 0]), h)
+    0.5
+
     References
     ----------
     Papyan et al., PNAS 2020, Figure 9.
     """
     check_matrix("features", features)
+    check_matrix("means", means)
     h, mu = _f64(features), _f64(means)
-    pred = torch.as_tensor(predictions)
+    if mu.shape[1] != h.shape[1]:
+        raise ValueError(f"means must have shape (C, d) with d = {h.shape[1]} (the features' width); "
+                         f"got {tuple(mu.shape)}.")
+    check_finite("features", h)
+    check_finite("means", mu)
+    pred = torch.as_tensor(np.asarray(predictions)) if not isinstance(predictions, torch.Tensor) else predictions
     if pred.ndim == 2:
+        if pred.shape[1] != mu.shape[0]:
+            raise ValueError(f"predictions given as logits must have C = {mu.shape[0]} columns (one per mean); "
+                             f"got shape {tuple(pred.shape)}.")
         pred = pred.argmax(1)
-    if pred.shape[0] != h.shape[0]:
-        raise ValueError(f"predictions must have one entry per row of features; got {pred.shape[0]} and {h.shape[0]}.")
+    pred = check_labels(pred, mu.shape[0], name="predictions", n=h.shape[0])
     ncc = torch.cdist(h, mu).argmin(1)
     return float((ncc != pred.cpu()).double().mean())
 
@@ -282,6 +356,12 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
     References
     ----------
     Papyan, Han, Donoho, PNAS 2020 (NC1-NC4); Zhu et al., NeurIPS 2021, arXiv:2105.02375 (``nc3_zhu``).
+
+    Examples
+    --------
+    >>> m = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
+    >>> {k: round(v, 12) for k, v in neural_collapse(m[[0, 0, 1]], [0, 0, 1], m).items()}
+    {'nc1': 0.0, 'nc2_w': 0.0, 'nc2_m': 0.0, 'nc3': 0.0, 'nc3_zhu': 0.0, 'nc4': 0.0}
     """
     check_matrix("classifier", classifier)
     check_matrix("features", features)
@@ -299,8 +379,8 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
     return {
         "nc1": _nc1_from(_within_cov(h, y, means, counts.double(), check_in("within", within, WITHINS)),
                          centred, c - 1),
-        "nc2_w": nc2(w),
-        "nc2_m": nc2(centred),
+        "nc2_w": _nc2(w, "classifier"),
+        "nc2_m": _nc2(centred, "means"),
         "nc3": nc3(w, centred, variant="papyan"),
         "nc3_zhu": nc3(w, centred, variant="zhu"),
         "nc4": nc4(h, logits, means),

@@ -132,7 +132,7 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float =
             batch = augment(batch, None)
         h = model.features(batch)[inverse.to(device)]
         a, p, n = h[:batch_size], h[batch_size:2 * batch_size], h[2 * batch_size:].view(batch_size, k, -1)
-        return generalized_contrastive_loss(a, p, n, t=t, psi=psi)
+        return generalized_contrastive_loss(a, p, n, temperature=t, psi=psi)
 
     chunks = []
     for first in range(0, steps, CHECK_EVERY):  # stop within CHECK_EVERY steps of a non-finite loss

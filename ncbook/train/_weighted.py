@@ -138,7 +138,7 @@ def fit_weighted_contrastive(
         if augment is not None:
             xb = augment(xb, gen)
         w = weight_fn(targets[idx]).to(device=device, dtype=torch.float32)
-        return w_info_nce(model.features(xb.to(device)), w, similarity=similarity, tau=tau)
+        return w_info_nce(model.features(xb.to(device)), w, similarity=similarity, temperature=tau)
 
     all_losses = []
     for first in range(0, steps, CHECK_EVERY):  # stop within CHECK_EVERY steps of a non-finite loss

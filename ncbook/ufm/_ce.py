@@ -46,7 +46,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_counts, check_in, check_int, check_nonnegative, check_positive
+from .._validation import check_counts, check_in, check_int, check_logits_labels, check_nonnegative, check_positive
+from .._status import SolverError, settle_status
 from ..geometry import etf_gram, seli_geometry
 
 __all__ = ["CEUFMResult", "ce_margins", "log_mean_ce", "ufm_objective", "train_ufm"]
@@ -69,7 +70,22 @@ def ce_margins(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     Tensor of shape (n,)
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``logits`` is not ``(n, C)`` or ``labels`` are not ``n`` integers in ``[0, C)``.
+
+    Examples
+    --------
+    >>> round(float(ce_margins(torch.tensor([[2.0, 0.0, 0.0]]), torch.tensor([0]))[0]), 4)  # log(2 e^-2)
+    -1.3069
     """
+    logits, labels = check_logits_labels(logits, labels)
+    return _ce_margins(logits, labels)
+
+
+def _ce_margins(logits, labels):
     diff = logits - logits.gather(1, labels[:, None])
     mask = F.one_hot(labels, logits.shape[1]).bool()
     return torch.logsumexp(diff.masked_fill(mask, -math.inf), dim=1)
@@ -101,7 +117,16 @@ def log_mean_ce(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tenso
     >>> float(log_mean_ce(z, torch.tensor([0])))  # CE = e^{-800} underflows, its log does not
     -800.0
     """
-    lsp = _log_softplus(ce_margins(logits, labels))
+    logits, labels = check_logits_labels(logits, labels)
+    if weights is not None:
+        weights = torch.as_tensor(weights, dtype=logits.dtype, device=logits.device)
+        if weights.shape != labels.shape or not torch.isfinite(weights).all() or (weights < 0).any():
+            raise ValueError(f"weights must be {labels.shape[0]} finite non-negative numbers; got shape {tuple(weights.shape)}.")
+    return _log_mean_ce(logits, labels, weights)
+
+
+def _log_mean_ce(logits, labels, weights=None):
+    lsp = _log_softplus(_ce_margins(logits, labels))
     if weights is None:
         return torch.logsumexp(lsp, 0) - math.log(lsp.numel())
     return torch.logsumexp(lsp + torch.log(weights), 0)
@@ -126,9 +151,15 @@ class CEUFMResult:
         uncentred class means to SELI / the ETF), ``norm_w``, ``norm_h``.
     objective : float
         Final value of the objective.
-    status : str
-        ``"ok"``, or ``"diverged"`` if a non-finite value appeared (the last finite
-        iterate is returned).
+    status : {"optimal", "inaccurate"}
+        ``"optimal"`` when the stationarity certificate holds at the last iterate: the
+        gradient norm of the objective is at most ``tol`` (see :func:`train_ufm`).
+        ``"inaccurate"`` otherwise, with an :class:`ncbook.InaccurateSolutionWarning`;
+        in particular when a non-finite value appeared, the last finite iterate is
+        returned as ``"inaccurate"`` (a run with no finite iterate raises
+        :class:`ncbook.SolverError`).
+    grad_norm : float
+        Frobenius norm of the gradient of the objective at the returned iterate.
     iterations : int
     seconds : float
     config : dict
@@ -145,6 +176,7 @@ class CEUFMResult:
     iterations: int
     seconds: float
     config: dict = field(repr=False)
+    grad_norm: float = float("nan")
 
     @property
     def class_means(self) -> torch.Tensor:
@@ -175,8 +207,14 @@ def ufm_objective(W, H, labels, *, lam_w: float = 0.0, lam_h: float = 0.0, multi
     Returns
     -------
     0-d Tensor
+
+    Examples
+    --------
+    >>> W, H = torch.eye(2, dtype=torch.float64), torch.zeros(2, 2, dtype=torch.float64)
+    >>> round(float(ufm_objective(W, H, torch.tensor([0, 1]))), 4)  # zero features: CE = log 2
+    0.6931
     """
-    ce = F.softplus(ce_margins(H @ W.T, labels))
+    ce = F.softplus(ce_margins(H @ W.T, labels))  # validates labels
     mult = torch.ones_like(ce) if multiplicity is None else multiplicity.to(ce.dtype)
     n = mult.sum()
     reg = 0.5 * lam_w * (W**2).sum() + 0.5 * lam_h * (mult[:, None] * H**2).sum()
@@ -207,7 +245,7 @@ class _Problem:
         return V / self.mult.sqrt()[:, None]
 
     def log_objective(self, W, V, lam_w, lam_h):
-        log_ce = log_mean_ce(self.features(V) @ W.T, self.rows, self.weights)
+        log_ce = _log_mean_ce(self.features(V) @ W.T, self.rows, self.weights)
         ridge = 0.5 * lam_w * (W**2).sum() + 0.5 * lam_h * (V**2).sum()
         return torch.logaddexp(log_ce, torch.log(ridge)) if (lam_w > 0 or lam_h > 0) else log_ce
 
@@ -257,6 +295,7 @@ def train_ufm(
     record_every: int = 1,
     seed: int = 0,
     device=None,
+    tol: float = 1e-6,
 ) -> CEUFMResult:
     r"""Train the cross-entropy UFM by full-batch gradient descent in float64.
 
@@ -294,6 +333,11 @@ def train_ufm(
     seed : int
     device : str or torch.device, optional
         Defaults to CPU.
+    tol : float
+        Certificate threshold: the result is ``"optimal"`` when the gradient norm of the
+        objective (in ``W`` and the features) at the returned iterate is ``<= tol``.
+        At ``lambda = 0`` the objective has no minimiser and tends to 0 along SELI; its
+        gradient tends to 0 too, so the certificate says the run got far enough.
 
     Returns
     -------
@@ -304,6 +348,14 @@ def train_ufm(
     ValueError
         For bad counts, ``dim < C - 1``, an unknown ``loss``, ``optimizer`` or
         ``level``, a negative ridge, or a non-positive ``lr`` or ``steps``.
+    ncbook.SolverError
+        If the objective is not finite at the start (nothing usable to return).
+
+    Warns
+    -----
+    ncbook.InaccurateSolutionWarning
+        If the certificate does not hold (too few steps, a step size that hovers, or a
+        divergence: the last finite iterate is then returned).
 
     References
     ----------
@@ -312,8 +364,8 @@ def train_ufm(
     Examples
     --------
     >>> res = train_ufm([20, 20, 2], 4, steps=300, record_every=100)
-    >>> res.W.shape, res.H.shape
-    (torch.Size([3, 4]), torch.Size([42, 4]))
+    >>> res.W.shape, res.H.shape, res.status
+    (torch.Size([3, 4]), torch.Size([42, 4]), 'optimal')
     """
     counts = check_counts(counts, min_classes=2)
     c = counts.size
@@ -330,6 +382,7 @@ def train_ufm(
         raise ValueError(f"momentum must lie in [0, 1); got {momentum!r}.")
     steps = check_int("steps", steps, 1)
     record_every = check_int("record_every", record_every, 1)
+    tol = check_positive("tol", tol)
     device = torch.device("cpu" if device is None else device)
     dtype = torch.float64
     prob = _Problem(counts, level, device, dtype)
@@ -339,14 +392,18 @@ def train_ufm(
     H = H * prob.mult.sqrt()[:, None]  # the optimisation variable V = sqrt(n_c) h_c (sample level: H)
     velocity = (torch.zeros_like(W), torch.zeros_like(H))
     history = {k: [] for k in ("step",) + _HISTORY_KEYS}
-    status, start, last = "ok", time.perf_counter(), (W.clone(), H.clone())
+    diverged, start, last = None, time.perf_counter(), (W.clone(), H.clone())
     for t in range(steps + 1):
         W.requires_grad_(True)
         H.requires_grad_(True)
         log_obj = prob.log_objective(W, H, lam_w, lam_h)
         if not torch.isfinite(log_obj):
-            status = "diverged"
+            if t == 0:
+                raise SolverError(f"train_ufm: the objective is not finite at the start ({float(log_obj.detach())}); "
+                                  "lower init_scale.")
+            diverged = f"non-finite objective at step {t}; the last finite iterate (step {t - 1}) is returned"
             W, H = last
+            t -= 1
             break
         if t % record_every == 0 or t == steps:
             history["step"].append(t)
@@ -361,7 +418,9 @@ def train_ufm(
         with torch.no_grad():
             _step(W, H, grads, optimizer, lr, momentum, velocity)
     W, H = W.detach(), H.detach()
-    objective = float(torch.exp(prob.log_objective(W, H, lam_w, lam_h)))
+    objective, grad_norm = _certificate(prob, W, H, lam_w, lam_h)
+    detail = diverged or f"gradient norm {grad_norm:.3g} > tol {tol:.3g} after {t} steps; raise steps or lower lr"
+    status = settle_status(diverged is None and grad_norm <= tol, solver="train_ufm", detail=detail)
     H = prob.features(H)
     if level == "class":
         H = H[torch.as_tensor(np.repeat(np.arange(c), counts), device=device)]
@@ -370,5 +429,18 @@ def train_ufm(
         history={k: np.asarray(v) for k, v in history.items()}, objective=objective, status=status,
         iterations=t, seconds=time.perf_counter() - start,
         config=dict(loss=loss, optimizer=optimizer, lam_w=lam_w, lam_h=lam_h, steps=steps, lr=lr,
-                    momentum=momentum, level=level, init_scale=init_scale, seed=seed, dim=dim),
+                    momentum=momentum, level=level, init_scale=init_scale, seed=seed, dim=dim, tol=tol),
+        grad_norm=grad_norm,
     )
+
+
+def _certificate(prob, W, V, lam_w, lam_h):
+    """Objective and the Frobenius norm of its gradient in ``(W, H)`` at an iterate (private)."""
+    W, V = W.clone().requires_grad_(True), V.clone().requires_grad_(True)
+    obj = torch.exp(prob.log_objective(W, V, lam_w, lam_h))
+    g_w, g_v = torch.autograd.grad(obj, (W, V))
+    # the variable is V = sqrt(m) H, so dL/dH = sqrt(m) dL/dV
+    g_h = g_v * prob.mult.sqrt()[:, None]
+    if not (torch.isfinite(obj) and torch.isfinite(g_w).all() and torch.isfinite(g_h).all()):
+        raise SolverError("train_ufm: the returned iterate has a non-finite objective or gradient.")
+    return float(obj.detach()), float(torch.sqrt((g_w**2).sum() + (g_h**2).sum()))

@@ -1,6 +1,6 @@
 """An unconstrained-features model for the contrastive risk: free unit features per sample.
 
-Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``k`` negatives, ``t`` temperature.
+Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``k`` negatives, ``temperature`` (the temperature).
 Features ``H`` are ``(n, d)`` rows on the unit sphere (the paper writes them as columns).
 
 The risk is the exact expectation over anchors ``i`` (uniform), positives ``p`` drawn
@@ -17,13 +17,15 @@ unconstrained features", Sampling Theory, Signal Processing, and Data Analysis (
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from .._validation import check_counts, check_in, check_labels, check_matrix, check_positive
+from .._status import SolverError, settle_status
+from .._validation import check_counts, check_in, check_int, check_labels, check_matrix, check_positive
 from ..contrastive import negative_multisets
 
 __all__ = ["ContrastiveUFMResult", "contrastive_ufm_risk", "fit_contrastive_ufm"]
@@ -42,7 +44,7 @@ def _sample_weights(labels: torch.Tensor, k: int, setting: str, dtype):
     return torch.as_tensor(counts, dtype=dtype), torch.as_tensor(weights, dtype=dtype)
 
 
-def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce",
+def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temperature: float = 1.0, psi: str = "infonce",
                          normalize: bool = True, _tables=None) -> torch.Tensor:
     r"""Exact expected generalized contrastive loss of free per-sample features.
 
@@ -56,18 +58,23 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", t: f
         Negatives per anchor (the multiset enumeration has ``binom(n + k - 1, k)`` rows: keep
         ``n`` small).
     setting : {"ucl", "scl"}
-    t : float
+    temperature : float
     psi : {"infonce", "exp"}
 
     Returns
     -------
     Tensor (scalar), differentiable in ``features``.
+
+    Examples
+    --------
+    >>> round(float(contrastive_ufm_risk(torch.eye(2, dtype=torch.float64), torch.tensor([0, 1]), 1)), 4)
+    0.5032
     """
     check_matrix("features", features)
     labels = check_labels(labels)
     check_in("setting", setting, ("ucl", "scl"))
     check_in("psi", psi, ("infonce", "exp"))
-    t = check_positive("t", t)
+    t = check_positive("temperature", temperature)
     h = torch.nn.functional.normalize(features, dim=1) if normalize else features
     n = h.shape[0]
     same = (labels[:, None] == labels[None, :]).to(h.dtype)
@@ -97,8 +104,9 @@ class ContrastiveUFMResult:
     class_gram : ndarray (C, C)
         Gram matrix of the (raw) class means; its diagonal is 1 exactly when each class collapsed.
     objective : float
-    status : str
-        ``"converged"`` (gradient below ``tol``) or ``"max_iter"``.
+    status : {"optimal", "inaccurate"}
+        ``"optimal"`` when the largest gradient entry fell below ``tol``; ``"inaccurate"``
+        (with an :class:`ncbook.InaccurateSolutionWarning`) when ``steps`` ran out first.
     iterations : int
     seconds : float
     """
@@ -112,7 +120,7 @@ class ContrastiveUFMResult:
     seconds: float
 
 
-def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce",
+def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", temperature: float = 1.0, psi: str = "infonce",
                         dim: int | None = None, steps: int = 3000, lr: float = 0.5, tol: float = 1e-11,
                         seed: int = 0) -> ContrastiveUFMResult:
     r"""Gradient descent on free unit features ``H = V / |V|`` for :func:`contrastive_ufm_risk`.
@@ -125,7 +133,7 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0,
     counts : array-like of int, shape (C,)
         Samples per class (``lambda = counts / n``).
     k : int
-    setting, t, psi
+    setting, temperature, psi
         As in :func:`contrastive_ufm_risk`.
     dim : int, optional
         Feature dimension (default ``C``).
@@ -140,10 +148,29 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0,
     Returns
     -------
     ContrastiveUFMResult
+
+    Raises
+    ------
+    ValueError
+        For bad counts, ``setting``, ``lr`` or ``steps``.
+    ncbook.SolverError
+        If a gradient turns non-finite.
+
+    Warns
+    -----
+    ncbook.InaccurateSolutionWarning
+        If ``steps`` run out before the gradient falls below ``tol``.
+
+    Examples
+    --------
+    >>> res = fit_contrastive_ufm([2, 1, 1], 1, steps=3000, lr=1.0, tol=1e-8)
+    >>> res.status, res.class_gram.round(3)[0].tolist()  # collapsed classes, the majority pushed away
+    ('optimal', [1.0, -0.658, -0.658])
     """
     counts = check_counts(counts, min_classes=2)
     check_in("setting", setting, ("ucl", "scl"))
     lr = check_positive("lr", lr)
+    steps = check_int("steps", steps, 1)
     c = counts.size
     d = c if dim is None else int(dim)
     labels = torch.repeat_interleave(torch.arange(c), torch.as_tensor(counts))
@@ -151,16 +178,21 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", t: float = 1.0,
     v = torch.randn(labels.numel(), d, generator=gen, dtype=torch.float64)
     v = torch.nn.functional.normalize(v, dim=1).requires_grad_(True)
     tables = None if psi == "exp" else _sample_weights(labels, k, setting, torch.float64)
-    start, status, it = time.perf_counter(), "max_iter", 0
+    start, certified, it, gmax = time.perf_counter(), False, 0, float("nan")
     for it in range(1, steps + 1):
-        loss = contrastive_ufm_risk(v, labels, k, setting=setting, t=t, psi=psi, _tables=tables)
+        loss = contrastive_ufm_risk(v, labels, k, setting=setting, temperature=temperature, psi=psi, _tables=tables)
         (g,) = torch.autograd.grad(loss, v)
-        if g.abs().max().item() < tol:
-            status = "converged"
+        gmax = g.abs().max().item()
+        if not math.isfinite(gmax):
+            raise SolverError(f"fit_contrastive_ufm: non-finite gradient at step {it}; lower lr.")
+        if gmax < tol:
+            certified = True
             break
         with torch.no_grad():
             v -= lr * g
             v.copy_(torch.nn.functional.normalize(v, dim=1))
+    status = settle_status(certified, solver="fit_contrastive_ufm",
+                           detail=f"largest gradient entry {gmax:.3g} >= tol {tol:.3g} after {it} steps; raise steps")
     h = torch.nn.functional.normalize(v.detach(), dim=1)
     means = torch.stack([h[labels == y].mean(0) for y in range(c)])
     return ContrastiveUFMResult(h.numpy(), labels.numpy(), (means @ means.T).numpy(), float(loss.detach()),

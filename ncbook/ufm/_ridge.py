@@ -28,13 +28,13 @@ Sciences 2009; O'Donoghue, Candes, "Adaptive restart for accelerated gradient sc
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from .._validation import check_counts, check_in, check_positive
+from .._status import SolverError, settle_status
+from .._validation import check_counts, check_in, check_int, check_positive
 from ..geometry import frobenius_distance
 
 __all__ = ["RidgeOptimum", "ridge_optimum", "sel_distance"]
@@ -56,8 +56,10 @@ class RidgeOptimum:
     counts : ndarray of shape (C,)
     lam : float
     objective : float
-    status : str
-        ``"optimal"`` or ``"inaccurate"`` (iteration limit reached; a warning is issued).
+    status : {"optimal", "inaccurate"}
+        ``"optimal"`` when the solver's certificate holds (FISTA: the relative
+        proximal-gradient residual is below ``tol``; cvxpy: Clarabel reports optimal);
+        ``"inaccurate"`` otherwise, with an :class:`ncbook.InaccurateSolutionWarning`.
     iterations : int
     seconds : float
     """
@@ -74,7 +76,13 @@ class RidgeOptimum:
 
     @property
     def sel_distance(self) -> float:
-        """Scale-free distance of the sample logits to the SEL matrix (SELI)."""
+        """Scale-free distance of the sample logits to the SEL matrix (SELI).
+
+        Examples
+        --------
+        >>> sel_distance(np.eye(2) - 0.5, [3, 1])  # logits proportional to the SEL matrix
+        0.0
+        """
         return sel_distance(self.logits, self.counts)
 
 
@@ -142,7 +150,9 @@ def _fista(counts, lam, tol, max_iter):
         it = max_iter
     f, _ = _loss_grad(x, sq, w)
     obj = f + lam * np.linalg.svd(x, compute_uv=False).sum()
-    return x, obj, ("optimal" if it < max_iter else "inaccurate"), it
+    if not (np.all(np.isfinite(x)) and np.isfinite(obj)):
+        raise SolverError("ridge_optimum: FISTA produced a non-finite iterate.")
+    return x, obj, it < max_iter, it
 
 
 def _cvxpy(counts, lam):
@@ -154,8 +164,9 @@ def _cvxpy(counts, lam):
     terms = [counts[k] / n * (cp.log_sum_exp(x[k, :] / sq[k]) - x[k, k] / sq[k]) for k in range(c)]
     problem = cp.Problem(cp.Minimize(sum(terms) + lam * cp.normNuc(x)))
     problem.solve(solver=cp.CLARABEL)
-    status = "optimal" if problem.status == cp.OPTIMAL else "inaccurate"
-    return x.value, float(problem.value), status, int(problem.solver_stats.num_iters or 0)
+    if x.value is None or not np.all(np.isfinite(x.value)):
+        raise SolverError(f"ridge_optimum: cvxpy returned no solution (status {problem.status!r}).")
+    return x.value, float(problem.value), problem.status == cp.OPTIMAL, int(problem.solver_stats.num_iters or 0)
 
 
 def ridge_optimum(counts, lam: float, *, method: str = "fista", tol: float = 1e-10, max_iter: int = 100_000) -> RidgeOptimum:
@@ -184,10 +195,13 @@ def ridge_optimum(counts, lam: float, *, method: str = "fista", tol: float = 1e-
     ValueError
         For bad counts, ``lam <= 0`` or an unknown ``method``.
 
+    ncbook.SolverError
+        If the solver returned no finite solution.
+
     Warns
     -----
-    RuntimeWarning
-        If the solver stopped before ``tol`` (status ``"inaccurate"``).
+    ncbook.InaccurateSolutionWarning
+        If the solver stopped before its certificate held (status ``"inaccurate"``).
 
     References
     ----------
@@ -204,10 +218,11 @@ def ridge_optimum(counts, lam: float, *, method: str = "fista", tol: float = 1e-
     check_in("method", method, ("fista", "cvxpy"))
     tol = check_positive("tol", tol)
     start = time.perf_counter()
-    x, obj, status, iters = _fista(counts, lam, tol, int(max_iter)) if method == "fista" else _cvxpy(counts, lam)
-    if status != "optimal":
-        warnings.warn(f"ridge_optimum stopped with status {status!r} after {iters} iterations; "
-                      "raise max_iter or loosen tol.", RuntimeWarning, stacklevel=2)
+    max_iter = check_int("max_iter", max_iter, 1)
+    x, obj, certified, iters = _fista(counts, lam, tol, max_iter) if method == "fista" else _cvxpy(counts, lam)
+    status = settle_status(certified, solver="ridge_optimum",
+                           detail=f"{method} stopped before its certificate held after {iters} iterations; "
+                                  "raise max_iter or loosen tol")
     sq = np.sqrt(counts.astype(np.float64))[:, None]
     u, s, vt = np.linalg.svd(x)
     classifiers = vt.T * np.sqrt(s)  # (C, C): W W^T = (X^T X)^{1/2}

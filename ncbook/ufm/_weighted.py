@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import as_float64, check_counts, check_in, check_positive
+from .._status import SolverError, settle_status
+from .._validation import as_float64, check_counts, check_in, check_int, check_positive
 from ..losses import entropic_lower_bound, prototype_entropic_lower_bound, prototype_w_info_nce, w_info_nce
 
 __all__ = ["EmbeddingFit", "fit_free_embeddings", "fit_prototypes"]
@@ -40,8 +41,11 @@ class EmbeddingFit:
         Entropic lower bound of the weights.
     gap : float
         ``objective - bound`` (can be slightly negative at round-off level).
-    status : str
-        ``"converged"`` when L-BFGS met its tolerance, else ``"max_iterations"``.
+    status : {"optimal", "inaccurate"}
+        ``"optimal"`` when the stationarity certificate holds: the largest entry of the
+        loss gradient at the solution is at most ``gtol`` (default ``1e-6``);
+        ``"inaccurate"`` otherwise, with an :class:`ncbook.InaccurateSolutionWarning`.
+        A fit whose loss is not finite raises :class:`ncbook.SolverError`.
     iterations : int
         Adam steps plus L-BFGS iterations.
     seconds : float
@@ -66,16 +70,15 @@ def _threads(n: int):
         torch.set_num_threads(old)
 
 
-def _check_fit_args(dim, adam_steps, lbfgs_steps, lr):
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-        raise ValueError(f"dim must be an integer >= 1 (the embedding dimension d); got {dim!r}.")
-    for name, v in (("adam_steps", adam_steps), ("lbfgs_steps", lbfgs_steps)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be an integer >= 0; got {v!r}.")
+def _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol):
+    check_int("dim", dim, 1, what="the embedding dimension d")
+    check_int("adam_steps", adam_steps, 0)
+    check_int("lbfgs_steps", lbfgs_steps, 0)
     check_positive("lr", lr)
+    check_positive("gtol", gtol)
 
 
-def _optimise(loss_fn, z: torch.Tensor, adam_steps: int, lbfgs_steps: int, lr: float):
+def _optimise(loss_fn, z: torch.Tensor, adam_steps: int, lbfgs_steps: int, lr: float, gtol: float, solver: str):
     z = z.clone().requires_grad_(True)
     opt = torch.optim.Adam([z], lr=lr)
     for _ in range(adam_steps):
@@ -83,7 +86,7 @@ def _optimise(loss_fn, z: torch.Tensor, adam_steps: int, lbfgs_steps: int, lr: f
         loss = loss_fn(z)
         loss.backward()
         opt.step()
-    status, its = "max_iterations", adam_steps
+    its = adam_steps
     if lbfgs_steps:
         lb = torch.optim.LBFGS(
             [z], lr=1.0, max_iter=lbfgs_steps, tolerance_grad=1e-13, tolerance_change=1e-16,
@@ -100,9 +103,16 @@ def _optimise(loss_fn, z: torch.Tensor, adam_steps: int, lbfgs_steps: int, lr: f
         state = lb.state[lb._params[0]]
         n_iter = int(state.get("n_iter", 0))
         its += n_iter
-        status = "converged" if n_iter < lbfgs_steps else "max_iterations"
-    with torch.no_grad():
-        final = float(loss_fn(z))
+    z.grad = None
+    value = loss_fn(z)
+    (grad,) = torch.autograd.grad(value, z)
+    final, gmax = float(value.detach()), float(grad.abs().max())
+    if not (np.isfinite(final) and np.isfinite(gmax)):
+        raise SolverError(f"{solver}: the loss or its gradient is not finite at the end ({final}); "
+                          "lower lr or check the weights.")
+    status = settle_status(gmax <= gtol, solver=solver, stacklevel=4,
+                           detail=f"largest gradient entry {gmax:.3g} > gtol {gtol:.3g} after {its} iterations; "
+                                  "raise lbfgs_steps or loosen gtol")
     return z.detach(), final, status, its
 
 
@@ -129,7 +139,7 @@ def fit_free_embeddings(
     weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
     dim: int,
     seed: int = 0,
     init=None,
@@ -137,6 +147,7 @@ def fit_free_embeddings(
     lbfgs_steps: int = 500,
     lr: float = 0.05,
     threads: int = 1,
+    gtol: float = 1e-6,
 ) -> EmbeddingFit:
     """Minimise :func:`ncbook.losses.w_info_nce` over free embeddings ``z`` (N, dim).
 
@@ -145,7 +156,7 @@ def fit_free_embeddings(
     weights : Tensor or ndarray of shape (N, N)
         Non-negative prior weights.
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
     dim : int
         Embedding dimension ``d >= 1``.
@@ -158,6 +169,9 @@ def fit_free_embeddings(
     lr : float
     threads : int
         Torch threads during the fit (restored afterwards).
+    gtol : float
+        Certificate: ``status`` is ``"optimal"`` when the largest gradient entry at the
+        solution is ``<= gtol``.
 
     Returns
     -------
@@ -166,11 +180,25 @@ def fit_free_embeddings(
     Raises
     ------
     ValueError
-        On bad ``dim``, step counts, ``lr``, ``tau``, ``similarity`` or weights.
+        On bad ``dim``, step counts, ``lr``, ``temperature``, ``similarity`` or weights.
+    ncbook.SolverError
+        If the loss is not finite at the end of the fit.
+
+    Warns
+    -----
+    ncbook.InaccurateSolutionWarning
+        If the gradient certificate does not hold (status ``"inaccurate"``).
+
+    Examples
+    --------
+    >>> from ncbook.losses import supcon_weights
+    >>> fit = fit_free_embeddings(supcon_weights([0, 0, 1, 1]), similarity="euclidean", temperature=0.5, dim=3)
+    >>> fit.status, fit.gap < 1e-10  # Euclidean SupCon can reach its bound (classes drift apart)
+    ('optimal', True)
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
-    check_positive("tau", tau)
-    _check_fit_args(dim, adam_steps, lbfgs_steps, lr)
+    check_positive("temperature", temperature)
+    _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol)
     start = time.perf_counter()
     w = torch.as_tensor(as_float64(weights))
     with _threads(threads):
@@ -178,9 +206,9 @@ def fit_free_embeddings(
         z0 = _init(w.shape[0], int(dim), seed, init)
 
         def loss_fn(z):
-            return w_info_nce(z, w, similarity=similarity, tau=tau)
+            return w_info_nce(z, w, similarity=similarity, temperature=temperature)
 
-        z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr)
+        z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr, gtol, "fit_free_embeddings")
     return EmbeddingFit(_finish(z, similarity), final, bound, final - bound, status, its, time.perf_counter() - start)
 
 
@@ -189,7 +217,7 @@ def fit_prototypes(
     class_weights,
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
     dim: int,
     seed: int = 0,
     init=None,
@@ -197,6 +225,7 @@ def fit_prototypes(
     lbfgs_steps: int = 500,
     lr: float = 0.05,
     threads: int = 1,
+    gtol: float = 1e-6,
 ) -> EmbeddingFit:
     """Minimise the class-level :func:`ncbook.losses.prototype_w_info_nce` over prototypes (C, dim).
 
@@ -209,16 +238,22 @@ def fit_prototypes(
         Samples per class.
     class_weights : Tensor or ndarray of shape (C, C)
         Weight of a pair (class ``c``, class ``c'``).
-    similarity, tau, dim, seed, init, adam_steps, lbfgs_steps, lr, threads
+    similarity, temperature, dim, seed, init, adam_steps, lbfgs_steps, lr, threads, gtol
         As in :func:`fit_free_embeddings`.
 
     Returns
     -------
     EmbeddingFit (``solution`` holds the prototypes).
+
+    Examples
+    --------
+    >>> fit = fit_prototypes([3, 3], np.eye(2), temperature=0.5, dim=2)
+    >>> fit.status, round(float(fit.solution[0] @ fit.solution[1]), 6)  # two classes: antipodal prototypes
+    ('optimal', -1.0)
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
-    check_positive("tau", tau)
-    _check_fit_args(dim, adam_steps, lbfgs_steps, lr)
+    check_positive("temperature", temperature)
+    _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol)
     cnt = check_counts(counts)
     start = time.perf_counter()
     om = torch.as_tensor(as_float64(class_weights))
@@ -227,7 +262,7 @@ def fit_prototypes(
         z0 = _init(cnt.size, int(dim), seed, init)
 
         def loss_fn(z):
-            return prototype_w_info_nce(z, cnt, om, similarity=similarity, tau=tau)
+            return prototype_w_info_nce(z, cnt, om, similarity=similarity, temperature=temperature)
 
-        z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr)
+        z, final, status, its = _optimise(loss_fn, z0, adam_steps, lbfgs_steps, lr, gtol, "fit_prototypes")
     return EmbeddingFit(_finish(z, similarity), final, bound, final - bound, status, its, time.perf_counter() - start)
