@@ -62,6 +62,7 @@ _FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|solution-
 def _generator():
     spec = importlib.util.spec_from_file_location("student_notebooks", ROOT / "tools" / "student_notebooks.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses in the generator look their module up here
     spec.loader.exec_module(module)
     return module
 

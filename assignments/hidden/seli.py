@@ -53,3 +53,18 @@ def ex_seli_4(f):
     labels = torch.tensor([2, 0])
     want = float(torch.log(torch.nn.functional.cross_entropy(moderate, labels)))
     assert abs(float(f(logits=moderate, labels=labels)) - want) < 1e-10, "moderate logits: expected log(mean CE)"
+
+
+def ex_seli_5(f):
+    """At the returned lambda the two minority classifiers coincide, at lambda / 1.25 they do not (other counts)."""
+    from ncbook import geometry, ufm
+
+    def collapsed(counts, lam):
+        w = ufm.ridge_optimum(counts, lam).classifiers
+        return np.linalg.norm(w[2:], axis=1).min() == 0 or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6
+
+    counts = [120, 120, 4, 4]
+    lam = float(f(counts=counts))
+    assert np.isfinite(lam) and lam > 0, f"counts {counts}: expected a positive lambda, got {lam}"
+    assert collapsed(counts, lam), f"counts {counts}: the minorities must coincide at lambda = {lam:.3g}"
+    assert not collapsed(counts, lam / 1.25), f"counts {counts}: lambda = {lam:.3g} is more than 1.25 times too large"
