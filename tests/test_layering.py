@@ -4,9 +4,10 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "ncbook"
-ALWAYS = {"_validation", "profiles"}
+ALWAYS = {"_validation", "_status", "profiles"}
 ALLOWED = {
     "_validation": set(),
+    "_status": set(),
     "profiles": set(),
     "geometry": set(),
     "reweighting": set(),
