@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ from ncbook.contrastive import (
     optimal_gram,
     solve_gram,
 )
+from ncbook._status import InaccurateSolutionWarning, SolverError
+from ncbook.contrastive._solvers import certified_threshold
 from ncbook.geometry import etf_gram
 
 # (lambda, k, setting, t, a = A_01, b = A_12, S*) -- the spec's reference table
@@ -131,8 +134,8 @@ def test_solvers_agree():
     lam = [0.5, 0.25, 0.15, 0.1]
     newton = solve_gram(lam, 2, setting="ucl")
     bm = solve_gram(lam, 2, setting="ucl", method="bm")
-    clarabel = solve_gram(lam, 2, setting="ucl", solver="CLARABEL")
-    assert bm.status == newton.status == "optimal"
+    clarabel = solve_gram(lam, 2, setting="ucl", solver="CLARABEL", tol=1e-12)
+    assert bm.status == newton.status == clarabel.status == "optimal"
     np.testing.assert_allclose(bm.solution, newton.solution, atol=1e-6)
     np.testing.assert_allclose(clarabel.solution, newton.solution, atol=1e-5)
     assert clarabel.objective == pytest.approx(newton.objective, abs=1e-8)
@@ -203,17 +206,126 @@ def test_bad_inputs_raise_clear_errors():
         optimal_gram([0.5, 0.5], 0)
     with pytest.raises(ValueError, match="setting must be one of"):
         optimal_gram([0.5, 0.5], 1, setting="supervised")
-    with pytest.raises(RuntimeError, match="status 'max_iter'.*allow_inaccurate=True"):
-        solve_gram([0.6, 0.2, 0.2], 1, max_iter=3)
-    with pytest.warns(RuntimeWarning, match="max_iter"):
-        res = solve_gram([0.6, 0.2, 0.2], 1, max_iter=3, allow_inaccurate=True)
-    assert res.status == "max_iter"
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 1"):
+        solve_gram([0.6, 0.2, 0.2], 1, max_iter=0)
     with pytest.raises(ValueError, match="unit diagonal"):
         cl_risk(2 * np.eye(2), [0.5, 0.5], 1)
     with pytest.raises(ValueError, match="num_classes >= 3"):
         collapse_threshold(1, setting="scl")
     with pytest.raises(ValueError, match="terms"):
         optimal_gram(np.full(30, 1 / 30), 8)
+
+
+# ---- status discipline: one vocabulary on every route ---------------------------------------
+
+
+def _min_eig(a):
+    return float(np.linalg.eigvalsh(a)[0])
+
+
+def test_newton_out_of_iterations_is_inaccurate_with_a_warning():
+    with pytest.warns(InaccurateSolutionWarning, match=r"solve_gram \(newton\).*duality gap .* > 1e-09; raise max_iter"):
+        res = solve_gram([0.6, 0.2, 0.2], 1, max_iter=3)
+    assert res.status == "inaccurate" and res.iterations <= 3
+    assert res.gap > certified_threshold(1e-10)
+
+
+def test_clarabel_is_certified_like_every_route():
+    # at the default tol (1e-10), Clarabel stops at a certified gap of ~3e-8: above max(tol, 1e-9)
+    with pytest.warns(InaccurateSolutionWarning, match="CLARABEL"):
+        res = solve_gram([0.6, 0.2, 0.2], 1, solver="CLARABEL")
+    assert res.status == "inaccurate" and res.gap > 1e-8
+    assert (res.method, res.solver) == ("exact", "CLARABEL")
+    # at a tolerance it can certify, it is optimal, and it agrees with the reference table
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InaccurateSolutionWarning)
+        ok = solve_gram([0.6, 0.2, 0.2], 1, solver="CLARABEL", tol=1e-12)
+    assert ok.status == "optimal" and ok.gap <= 1e-9
+    assert ok.solution[1, 2] == pytest.approx(0.129445, abs=1e-5)
+
+
+def test_scs_loose_answer_is_projected_psd_and_recertified():
+    from ncbook.contrastive._solvers import _solve_cvxpy
+
+    lam = np.array([0.6, 0.2, 0.2])
+    raw, _, _ = _solve_cvxpy(lam, 1, "ucl", 1.0, "infonce", "multiset", "SCS", 1e-3, None)
+    assert _min_eig(raw) < -1e-6  # SCS's own answer is indefinite (-3e-5): not a correlation matrix
+    res = solve_gram(lam, 1, solver="SCS", tol=1e-3)
+    assert _min_eig(res.solution) >= -1e-12
+    np.testing.assert_allclose(np.diag(res.solution), 1.0)
+    np.testing.assert_allclose(res.solution, res.solution.T)
+    assert class_means_from_gram(res.solution).shape[0] == 3  # used to raise "not PSD"
+    # the gap is certified at the projected matrix, and it is what decides the status
+    assert res.gap == pytest.approx(gap_certificate(cl_risk_gradient(res.solution, lam, 1), res.solution))
+    assert res.status == ("optimal" if res.gap <= 1e-3 else "inaccurate")
+    assert cl_risk(res.solution, lam, 1) - 0.40976758 <= res.gap + 1e-12  # the bound holds against S*
+
+
+def test_scs_honours_max_iter():
+    with pytest.warns(InaccurateSolutionWarning):
+        res = solve_gram([0.6, 0.2, 0.2], 1, solver="SCS", tol=1e-3, max_iter=5)
+    assert res.iterations <= 5  # 175 ran before
+    assert res.status == "inaccurate"
+
+
+@pytest.mark.parametrize("kwargs, method, solver", [
+    ({}, "exact", "newton"),
+    ({"method": "bm"}, "exact_bm", "bm"),
+    ({"method": "large_k"}, "large_k", "newton"),
+    ({"method": "large_k", "solver": "bm"}, "large_k", "bm"),
+])
+def test_method_and_solver_name_the_route(kwargs, method, solver):
+    res = solve_gram([0.5, 0.3, 0.2], 2, **kwargs)
+    assert res.method == ("bm" if method == "exact_bm" else method)
+    assert res.solver == solver
+    assert res.status == "optimal" and res.gap <= 1e-9
+
+
+def test_exact_route_beyond_newton_size_uses_bm(monkeypatch):
+    import ncbook.contrastive._program as program
+
+    monkeypatch.setattr(program, "_NEWTON_MAX_CLASSES", 2)
+    res = solve_gram([0.5, 0.3, 0.2], 1)
+    assert (res.method, res.solver) == ("exact", "bm")
+
+
+def test_no_solution_raises_solver_error(monkeypatch):
+    import ncbook.contrastive._solvers as solvers
+
+    monkeypatch.setattr(solvers, "_solve_newton", lambda risk, c, **kw: (np.full((c, c), np.nan), 1, "max_iter"))
+    with pytest.raises(SolverError, match="no usable solution"):
+        solve_gram([0.6, 0.2, 0.2], 1)
+    assert issubclass(SolverError, RuntimeError)
+
+
+def test_nearest_correlation_projection_is_feasible():
+    from ncbook.contrastive._solvers import _feasible
+
+    bad = np.array([[1.0, 0.9, -0.9], [0.9, 1.0, 0.9], [-0.9, 0.9, 1.0]])  # indefinite
+    assert _min_eig(bad) < -0.5
+    fixed, projected = _feasible(bad)
+    assert projected and _min_eig(fixed) >= -1e-12
+    np.testing.assert_allclose(np.diag(fixed), 1.0)
+    good = optimal_gram([0.5, 0.3, 0.2], 1)
+    same, projected = _feasible(good)
+    assert not projected and np.array_equal(same, good)
+
+
+@pytest.mark.parametrize("setting", ["ucl", "scl"])
+def test_sparse_hessian_matches_finite_differences(setting):
+    from ncbook.contrastive._objective import MultisetRisk
+
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((4, 4))
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    a, lam, h = m @ m.T, np.array([0.4, 0.3, 0.2, 0.1]), 1e-5
+    risk = MultisetRisk(lam, 3, setting, 0.8)
+    hess = risk.hess(a)
+    for y, c1, c2 in [(0, 1, 2), (2, 3, 3), (1, 0, 3)]:
+        e = np.zeros((4, 4))
+        e[y, c2] = h
+        fd = (risk.grad(a + e)[1][y, c1] - risk.grad(a - e)[1][y, c1]) / (2 * h)
+        assert hess[y, c1, c2] == pytest.approx(fd, rel=1e-6, abs=1e-10)
 
 
 # ---- the UFM for the contrastive risk -------------------------------------------------------

@@ -9,8 +9,17 @@
 # the pages load are kept, with each package's licence. _config.yml points html_static_path,
 # mathjax_path and nb_ipywidgets_js at these files. Not under _static: Jupyter Book 1 adds every
 # .js found there to every page.
+#
+# Without Node.js/npm (or without access to the registry) it prints one line and exits 0: the
+# build goes on and the pages load MathJax and the widget scripts online (book/_ext/ncbook_cache.py
+# switches _config.yml's offline paths back to the online defaults when book/_vendor is empty).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+    echo "vendor_assets.sh: npm not found; skipped (the pages will load MathJax and the widget scripts online)"
+    exit 0
+fi
 
 MATHJAX=3.2.2
 REQUIREJS=2.3.8
@@ -21,8 +30,11 @@ out=book/_vendor
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-( cd "$work" && npm pack --silent "mathjax@$MATHJAX" "requirejs@$REQUIREJS" "@jupyter-widgets/html-manager@$HTML_MANAGER" \
-    "@fortawesome/fontawesome-free@$FONTAWESOME" >/dev/null )
+if ! ( cd "$work" && npm pack --silent "mathjax@$MATHJAX" "requirejs@$REQUIREJS" "@jupyter-widgets/html-manager@$HTML_MANAGER" \
+    "@fortawesome/fontawesome-free@$FONTAWESOME" >/dev/null 2>&1 ); then
+    echo "vendor_assets.sh: npm pack failed (no registry access?); skipped (the pages will load MathJax and the widget scripts online)"
+    exit 0
+fi
 for tgz in "$work"/*.tgz; do
     mkdir -p "${tgz%.tgz}" && tar xzf "$tgz" -C "${tgz%.tgz}"
 done

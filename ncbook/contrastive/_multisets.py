@@ -112,7 +112,8 @@ def _count_matrix(num: int, k: int) -> np.ndarray:
 
 
 def _log_multinomial(counts: np.ndarray, k: int) -> np.ndarray:
-    return gammaln(k + 1) - gammaln(counts + 1).sum(axis=1)
+    log_fact = gammaln(np.arange(k + 1) + 1.0)  # counts are <= k: look the factorials up
+    return log_fact[k] - log_fact[counts].sum(axis=1)
 
 
 def _multisets(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,13 +131,9 @@ def anchor_tables(lam: np.ndarray, k: int, setting: str) -> tuple[np.ndarray, np
     """
     c = lam.size
     counts = _count_matrix(c, k)
-    logm = _log_multinomial(counts, k)
     q = negative_distribution(lam, setting=setting)  # (C, C)
-    with np.errstate(divide="ignore"):
-        logq = np.log(q)  # -inf on the SCL diagonal
-    weights = np.empty((counts.shape[0], c))
-    with np.errstate(invalid="ignore"):
-        for y in range(c):
-            lp = logm + np.where(counts > 0, counts * logq[y], 0.0).sum(axis=1)
-            weights[:, y] = np.exp(lp)
+    logq = np.log(np.where(q > 0, q, 1.0))  # the SCL diagonal (q = 0) is masked below
+    weights = np.exp(_log_multinomial(counts, k)[:, None] + counts @ logq.T)  # (M, C), one product
+    if setting == "scl":
+        weights[counts > 0] = 0.0  # column y: a multiset holding the anchor's class has probability 0
     return counts, weights

@@ -13,6 +13,7 @@ For one anchor class ``y`` the term is ``sum_n w_n(y) h(1 + sum_c n_c E[y, c])``
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from ._multisets import anchor_tables, negative_distribution
 
@@ -26,44 +27,76 @@ def _exp_gram(a: np.ndarray, t: float) -> np.ndarray:
 
 
 class MultisetRisk:
-    """InfoNCE risk averaged exactly over the multisets of ``k`` negatives."""
+    """InfoNCE risk averaged exactly over the multisets of ``k`` negatives.
+
+    The work is a few passes over the ``(M, C)`` table ``D[n, y] = 1 + sum_c n_c E[y, c]``, which
+    is kept for the last ``A`` seen (a Newton step asks for the value, gradient and Hessian at the
+    same point). A multiset holds at most ``k`` distinct classes, so the matrix of count products
+    ``n_a n_b`` (M, C^2) that gives the row Hessians is sparse (``<= k^2`` entries a row): no dense
+    (M, C^2) array is formed.
+    """
 
     def __init__(self, lam: np.ndarray, k: int, setting: str, t: float):
         self.lam, self.k, self.t = lam, k, t
-        self.counts, weights = anchor_tables(lam, k, setting)
-        self.cf = self.counts.astype(np.float64)  # (M, C)
+        counts, weights = anchor_tables(lam, k, setting)
+        self.cf = counts.astype(np.float64)  # (M, C)
         self.lw = weights * lam[None, :]  # (M, C): lambda_y * w_n(y)
         self._nn = None
+        self._last = (None, None, None)
+        self._value = None
 
     def _d(self, a):
-        e = _exp_gram(a, self.t)
-        return e, 1.0 + self.cf @ e.T  # (M, C): column y is the anchor class
+        last_a, e, d = self._last
+        if last_a is None or not np.array_equal(last_a, a):
+            e = _exp_gram(a, self.t)
+            d = self.cf @ e.T  # (M, C): column y is the anchor class
+            d += 1.0
+            self._last = (a.copy(), e, d)
+            self._value = None
+        return e, d
 
     def value(self, a: np.ndarray) -> float:
         _, d = self._d(a)
-        return float(np.sum(self.lw * np.log(d)))
+        if self._value is None:
+            self._value = float(np.sum(self.lw * np.log(d)))  # pairwise summation: accurate to round-off
+        return self._value
 
     def grad(self, a: np.ndarray):
         e, d = self._d(a)
-        value = float(np.sum(self.lw * np.log(d)))
-        ge = (self.lw / d).T @ self.cf  # (C, C): d value / d E[y, c]
+        value = self.value(a)
+        ge = (self.cf.T @ (self.lw / d)).T  # (C, C): d value / d E[y, c]
         p = ge * e / self.t
         np.fill_diagonal(p, 0.0)
         return value, p
 
     def _pairs(self):
+        """Sparse (C^2, M) matrix of the count products ``n_a n_b`` (built once)."""
         if self._nn is None:
-            c = self.cf.shape[1]
-            self._nn = (self.cf[:, :, None] * self.cf[:, None, :]).reshape(-1, c * c)
+            cf = sparse.csr_matrix(self.cf)  # <= k entries a row
+            c = cf.shape[1]
+            rows, cols, vals = [], [], []
+            per_row = np.diff(cf.indptr)
+            for width in np.unique(per_row):
+                sel = np.flatnonzero(per_row == width)
+                pos = cf.indptr[sel][:, None] + np.arange(width)[None, :]  # (R, width)
+                ci, cv = cf.indices[pos], cf.data[pos]
+                ia, ib = (g.ravel() for g in np.meshgrid(np.arange(width), np.arange(width), indexing="ij"))
+                rows.append(np.repeat(sel, width * width))
+                cols.append((ci[:, ia] * c + ci[:, ib]).ravel())
+                vals.append((cv[:, ia] * cv[:, ib]).ravel())
+            self._nn = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(cols), np.concatenate(rows))),
+                                         shape=(c * c, cf.shape[0]))
         return self._nn
 
     def hess(self, a: np.ndarray) -> np.ndarray:
         """Row Hessians ``H[y] = d^2 (row y term) / dA[y, :]^2``, shape (C, C, C)."""
         e, d = self._d(a)
         c = e.shape[0]
-        ge = (self.lw / d).T @ self.cf
-        s = -self.lw / d**2  # h'' = -1 / D^2
-        hq = (s.T @ self._pairs()).reshape(c, c, c)
+        q = self.lw / d
+        ge = (self.cf.T @ q).T
+        q /= d
+        q *= -1.0  # h'' = -1 / D^2
+        hq = np.asarray(self._pairs() @ q).T.reshape(c, c, c)  # (C^2, C) -> (C, C, C)
         h = hq * e[:, :, None] * e[:, None, :] / self.t**2
         idx = np.arange(c)
         h[:, idx, idx] += ge * e / self.t**2

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_in, check_positive
+from .._validation import check_in, check_int, check_positive
 from ._objective import make_risk
 from ._risk import _check_problem
 from ._solvers import GramResult, run_solver
@@ -34,7 +34,6 @@ def solve_gram(
     max_iter: int | None = None,
     rank: int | None = None,
     seed: int = 0,
-    allow_inaccurate: bool = False,
 ) -> GramResult:
     r"""Solve ``min S(A)`` over ``A >= 0`` (PSD) with ``diag(A) = 1``; return a :class:`GramResult`.
 
@@ -57,28 +56,37 @@ def solve_gram(
         ``method="bm"`` forces ``"bm"``. ``"CLARABEL"``/``"SCS"``: the plain cvxpy formulation with
         tolerances ``tol`` (a reference; about 160 s at C = 20, k = 4 on 2 cores).
     tol : float
-        Target duality gap. The result's ``gap`` is a certified bound (:func:`gap_certificate`).
+        Target duality gap. The result is ``"optimal"`` only when its certified gap
+        (:func:`gap_certificate`) is at most ``max(tol, 1e-9)`` on every route, the cvxpy ones
+        included.
     max_iter : int, optional
-        Iteration cap of the chosen solver.
+        Iteration cap of the chosen solver (Newton steps, L-BFGS plus polishing steps, or the
+        iterations of CLARABEL/SCS). Default: 400, 20000, 500 (CLARABEL), 100000 (SCS).
     rank : int, optional
         Columns of the Burer-Monteiro factor (default ``C``).
     seed : int
-        Seed of the Burer-Monteiro starting point.
-    allow_inaccurate : bool
-        If False (default), a solve that does not certify ``gap <= max(100 tol, 1e-9)`` or whose
-        cvxpy status is not ``"optimal"`` raises; if True it warns and returns the result.
+        Seed of the small random tilt of the Burer-Monteiro starting point (the simplex ETF).
 
     Returns
     -------
     GramResult
-        ``solution`` (C, C), ``objective``, ``status``, ``iterations``, ``seconds``, ``gap``.
+        ``solution`` (C, C): symmetric, unit diagonal, PSD (an indefinite solver answer is projected
+        onto the correlation matrices and re-certified); ``objective``; ``status`` ``"optimal"`` or
+        ``"inaccurate"``; ``iterations``; ``seconds``; ``gap``; ``method`` (as asked) and
+        ``solver`` (the one that ran).
+
+    Warns
+    -----
+    InaccurateSolutionWarning
+        When the certified gap is above ``max(tol, 1e-9)`` (e.g. ``max_iter`` too small, or a
+        cvxpy solver at a loose tolerance); the result is returned with status ``"inaccurate"``.
 
     Raises
     ------
     ValueError
         Bad probabilities (not on the simplex, a zero class), ``k < 1``, unknown method/solver.
-    RuntimeError
-        The solver did not reach an optimal, certified solution (unless ``allow_inaccurate``).
+    SolverError
+        No usable solution came back (a cvxpy failure, infeasible status, or a non-finite matrix).
 
     References
     ----------
@@ -90,6 +98,8 @@ def solve_gram(
     >>> res = solve_gram([0.6, 0.2, 0.2], 1, setting="ucl")
     >>> res.status, round(float(res.solution[0, 1]), 6), round(float(res.solution[1, 2]), 6)
     ('optimal', -0.75148, 0.129445)
+    >>> res.method, res.solver
+    ('exact', 'newton')
     """
     check_in("method", method, METHODS)
     check_in("solver", solver, SOLVERS)
@@ -106,8 +116,10 @@ def solve_gram(
         solver = "bm"
     elif solver == "auto":
         solver = "newton" if lam.size <= _NEWTON_MAX_CLASSES else "bm"
-    return run_solver(risk, lam, k, setting, t, psi, objective, solver, tol=tol, max_iter=max_iter,
-                      rank=rank, seed=seed, allow_inaccurate=allow_inaccurate)
+    if max_iter is not None:
+        max_iter = check_int("max_iter", max_iter, 1)
+    return run_solver(risk, lam, k, setting, t, psi, method, solver, tol=tol, max_iter=max_iter,
+                      rank=rank, seed=seed)
 
 
 def optimal_gram(class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce",

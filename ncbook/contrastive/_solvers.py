@@ -7,9 +7,15 @@ Three routes, all certified by the same duality bound (:func:`gap_certificate`):
 * ``"newton"`` -- a log-barrier path-following method written for this problem: the risk's
   Hessian is cheap (row blocks), so each Newton step is one ``m x m`` solve. The C = 20, k = 4
   program (177,100 multiset terms) takes seconds instead of minutes.
-* ``"bm"`` -- Burer-Monteiro: ``A = U U^T`` with unit rows ``U`` (C, r), L-BFGS on ``U``
-  (first-order, for sizes where ``m x m`` solves are too slow).
+* ``"bm"`` -- Burer-Monteiro: ``A = U U^T`` with unit rows ``U`` (C, r), L-BFGS on ``U`` started
+  at the simplex ETF (first-order, for sizes where ``m x m`` solves are too slow; C = 1000 in under
+  a minute of one core).
 * ``"CLARABEL"`` / ``"SCS"`` -- the plain cvxpy formulation (a reference; slow beyond ~1e5 terms).
+
+Every route ends in :func:`run_solver`: the answer is made a correlation matrix (an indefinite
+cvxpy answer is projected), its gap is certified, and the status follows ``ncbook._status``:
+``"optimal"`` only when the certified gap is at most ``max(tol, 1e-9)``, else ``"inaccurate"``
+with a warning; no usable matrix raises ``SolverError``.
 
 References
 ----------
@@ -28,7 +34,9 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
-__all__ = ["GramResult", "gap_certificate"]
+from .._status import SolverError, Status, settle_status
+
+__all__ = ["GramResult", "gap_certificate", "certified_threshold"]
 
 
 @dataclass(frozen=True)
@@ -41,21 +49,26 @@ class GramResult:
         The optimal correlation matrix ``A*``.
     objective : float
         ``S(A*)`` (for ``method="large_k"``: ``S_inf(A*)``).
-    status : str
-        ``"optimal"``, ``"optimal_inaccurate"`` or ``"max_iter"``.
+    status : {"optimal", "inaccurate"}
+        ``"optimal"`` when the certified ``gap`` is at most ``max(tol, 1e-9)`` (and the matrix is
+        PSD with a unit diagonal, which every route guarantees); ``"inaccurate"`` otherwise, returned
+        with an :class:`~ncbook._status.InaccurateSolutionWarning`.
     iterations : int
         Newton steps, L-BFGS iterations, or interior-point iterations of the cvxpy solver.
     seconds : float
         Wall time of the solve.
     gap : float
         Certified bound on ``S(A) - S*`` (see :func:`gap_certificate`).
-    method, solver : str
-        The route taken.
+    method : {"exact", "large_k", "bm"}
+        The objective and route asked for: the exact multiset risk, its large-``k`` limit, or the
+        exact risk through Burer-Monteiro.
+    solver : {"newton", "bm", "CLARABEL", "SCS"}
+        The solver that actually ran (``solver="auto"`` resolved).
     """
 
     solution: np.ndarray = field(repr=False)
     objective: float
-    status: str
+    status: Status
     iterations: int
     seconds: float
     gap: float
@@ -143,11 +156,12 @@ def _solve_newton(risk, c, *, tol, max_iter, shrink=0.1):
             except (np.linalg.LinAlgError, ValueError):
                 dx = np.linalg.lstsq(hx, -g, rcond=None)[0]
             dec = float(-g @ dx)
+            noise = 1e-13 * (1.0 + abs(phi0))  # below this, value differences are round-off
             step = 1.0
             while step > 1e-14:
                 a_new = _to_gram(x + step * dx, i, j, c)
                 phi1, _ = _phi(risk, a_new, mu)
-                if phi1 <= phi0 - 0.25 * step * dec or (dec < 1e-9 * mu and np.isfinite(phi1)):
+                if phi1 <= phi0 - 0.25 * step * dec or (step * dec < noise and phi1 <= phi0 + noise):
                     break
                 step *= 0.5
             x = x + step * dx
@@ -161,11 +175,25 @@ def _solve_newton(risk, c, *, tol, max_iter, shrink=0.1):
     return a, iters, status
 
 
-def _solve_bm(risk, c, *, rank, tol, max_iter, seed):
-    """Burer-Monteiro: unit rows ``U = V / |V|``, ``A = U U^T``, L-BFGS on ``V``."""
-    r = c if rank is None else int(rank)
+def _start_factor(c, r, seed):
+    """Rows of the simplex ETF (the balanced optimum) plus a small random tilt: ``(C, r)``.
+
+    Starting BM next to the balanced optimum instead of at random cuts the iterations several
+    times for long-tailed ``lambda`` (whose optimum stays close to it)."""
     rng = np.random.default_rng(seed)
-    v0 = rng.standard_normal((c, r))
+    v0 = 1e-3 * rng.standard_normal((c, r))
+    etf = np.eye(c) - 1.0 / c  # centred basis vectors: cosines -1/(C-1) after normalisation
+    q, _ = np.linalg.qr(etf[:, : c - 1] if c > 1 else etf)
+    basis = etf @ q  # (C, C-1): the ETF in C-1 coordinates
+    w = min(r, c - 1)
+    v0[:, :w] += basis[:, :w]
+    return v0
+
+
+def _solve_bm(risk, c, *, rank, tol, max_iter, seed):
+    """Burer-Monteiro: unit rows ``U = V / |V|``, ``A = U U^T``, L-BFGS on ``V`` from the ETF."""
+    r = c if rank is None else int(rank)
+    v0 = _start_factor(c, r, seed)
 
     def fun(vflat):
         v = vflat.reshape(c, r)
@@ -178,11 +206,12 @@ def _solve_bm(risk, c, *, rank, tol, max_iter, seed):
         gv = (gu - u * np.sum(u * gu, axis=1, keepdims=True)) / norms
         return val, gv.ravel()
 
+    # a short L-BFGS memory: its bookkeeping costs O(memory * C r) a step, as much as the risk at large C
     res = minimize(fun, v0.ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": max_iter, "maxcor": 50, "ftol": 0.0, "gtol": 1e-13, "maxfun": 4 * max_iter})
+                   options={"maxiter": max_iter, "maxcor": 10, "ftol": 0.0, "gtol": 1e-13, "maxfun": 4 * max_iter})
     u = res.x.reshape(c, r)
     u = u / np.linalg.norm(u, axis=1, keepdims=True)
-    u, extra = _polish_bb(fun, u, max_iter=max_iter)
+    u, extra = _polish_bb(fun, u, max_iter=max(max_iter - int(res.nit), 0))
     a = u @ u.T
     np.fill_diagonal(a, 1.0)
     return a, int(res.nit) + extra, "optimal"
@@ -197,7 +226,7 @@ def _polish_bb(fun, u, *, max_iter, gtol=1e-13):
     _, g = fun(u.ravel())
     g = g.reshape(c, r)
     step, it = 1e-2, 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (it is returned)
         if np.abs(g).max() < gtol:
             break
         v = u - step * g
@@ -244,15 +273,21 @@ def _solve_cvxpy(lam, k, setting, t, psi, objective, solver, tol, max_iter):
                 z = cp.hstack([np.zeros((rows.size, 1)), z])
                 terms.append(lam[y] * (weights[rows, y] @ cp.log_sum_exp(z, axis=1)))
     prob = cp.Problem(cp.Minimize(cp.sum(cp.hstack(terms))), [cp.diag(a) == 1])
-    opts = {}
     if solver == "CLARABEL":
-        opts = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "max_iter": max_iter}
-    elif solver == "SCS":
-        opts = {"eps_abs": tol, "eps_rel": tol, "max_iters": max(max_iter, 100000)}
-    prob.solve(solver=solver, **opts)
+        opts = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "max_iter": max_iter or 500}
+    else:  # SCS
+        opts = {"eps_abs": tol, "eps_rel": tol, "max_iters": max_iter or 100000}
+    try:
+        with warnings.catch_warnings():  # cvxpy's own "may be inaccurate": our certificate decides and warns
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            prob.solve(solver=solver, **opts)
+    except cp.error.SolverError as err:
+        raise SolverError(f"the {solver} solve failed ({err}); try solver='newton' or a looser tol.") from err
+    if prob.status not in ("optimal", "optimal_inaccurate", "user_limit") or a.value is None:
+        raise SolverError(f"the {solver} solve returned status {prob.status!r} and no usable solution; "
+                          "try solver='newton' or a looser tol.")
     iters = prob.solver_stats.num_iters if prob.solver_stats and prob.solver_stats.num_iters else 0
-    sol = None if a.value is None else (a.value + a.value.T) / 2
-    return sol, int(iters), prob.status
+    return (a.value + a.value.T) / 2, int(iters), prob.status
 
 
 def _one_blas_thread():
@@ -264,33 +299,74 @@ def _one_blas_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def run_solver(risk, lam, k, setting, t, psi, objective, solver, *, tol, max_iter, rank, seed, allow_inaccurate):
-    """Dispatch, certify, and build the :class:`GramResult` (private)."""
+def certified_threshold(tol: float) -> float:
+    """The gap a result must certify to be ``"optimal"``: ``max(tol, 1e-9)`` (the gap asked for;
+    never finer than 1e-9, about the round-off of ``S`` summed over millions of terms)."""
+    return max(tol, 1e-9)
+
+
+_ADVICE = {"CLARABEL": "tighten tol or use solver='newton'", "SCS": "tighten tol, raise max_iter or use solver='newton'"}
+PSD_TOL = 1e-12  # an eigenvalue below -PSD_TOL (relative to the largest) is projected away
+
+
+def _nearest_correlation(a: np.ndarray) -> np.ndarray:
+    """Clip negative eigenvalues to 0 and rescale to a unit diagonal (a feasible point)."""
+    vals, vecs = np.linalg.eigh((a + a.T) / 2)
+    b = (vecs * np.clip(vals, 0.0, None)) @ vecs.T
+    s = 1.0 / np.sqrt(np.clip(np.diag(b), 1e-300, None))
+    b = b * s[:, None] * s[None, :]
+    b = (b + b.T) / 2
+    np.fill_diagonal(b, 1.0)
+    return b
+
+
+def _feasible(sol: np.ndarray, *, psd_by_construction: bool = False) -> tuple[np.ndarray, bool]:
+    """Symmetrise, set the unit diagonal, and project onto the PSD cone when an eigenvalue is negative.
+
+    ``psd_by_construction``: the matrix is ``U U^T`` (BM), so the eigenvalue check (a C^3 step at
+    C = 1000) is skipped."""
+    a = (sol + sol.T) / 2
+    np.fill_diagonal(a, 1.0)
+    if psd_by_construction:
+        return a, False
+    lmin, lmax = np.linalg.eigvalsh(a)[[0, -1]]
+    if lmin >= -PSD_TOL * max(lmax, 1.0):
+        return a, False
+    return _nearest_correlation(a), True
+
+
+def run_solver(risk, lam, k, setting, t, psi, method, solver, *, tol, max_iter, rank, seed):
+    """Dispatch, make feasible, certify, and build the :class:`GramResult` (private).
+
+    Every route ends the same way: the returned matrix is symmetric with a unit diagonal and PSD
+    (a solver's slightly indefinite answer is projected onto the elliptope first), its duality
+    gap is certified by :func:`gap_certificate`, and the status is ``"optimal"`` only when that
+    gap is at most :func:`certified_threshold` ``(tol)``; otherwise ``"inaccurate"`` with an
+    :class:`~ncbook._status.InaccurateSolutionWarning`. No usable matrix raises :class:`~ncbook._status.SolverError`.
+    """
     c = lam.size
     start = time.perf_counter()
     if solver == "newton":
         with _one_blas_thread():
-            sol, iters, status = _solve_newton(risk, c, tol=tol, max_iter=max_iter or 400)
+            sol, iters, _ = _solve_newton(risk, c, tol=tol, max_iter=max_iter or 400)
     elif solver == "bm":
         with _one_blas_thread():
-            sol, iters, status = _solve_bm(risk, c, rank=rank, tol=tol, max_iter=max_iter or 20000, seed=seed)
+            sol, iters, _ = _solve_bm(risk, c, rank=rank, tol=tol, max_iter=max_iter or 20000, seed=seed)
     else:
-        sol, iters, status = _solve_cvxpy(lam, k, setting, t, psi, objective, solver, tol, max_iter or 500)
-        if sol is None or status not in ("optimal", "optimal_inaccurate"):
-            raise RuntimeError(
-                f"the {solver} solve returned status {status!r} and no usable solution; "
-                "try solver='newton' or a looser tol."
-            )
-    seconds = time.perf_counter() - start
-    np.fill_diagonal(sol, 1.0)
+        sol, iters, _ = _solve_cvxpy(lam, k, setting, t, psi, "large_k" if method == "large_k" else "multiset",
+                                     solver, tol, max_iter)
+    if sol is None or not np.all(np.isfinite(sol)):
+        raise SolverError(f"the {solver} solve returned no usable solution (a missing or non-finite matrix); "
+                          "try solver='newton' (C <= 60) or solver='bm', or a looser tol.")
+    sol, projected = _feasible(sol, psd_by_construction=solver == "bm")
     value, p = risk.grad(sol)
     gap = gap_certificate((p + p.T) / 2, sol)
-    if solver in ("newton", "bm") and status == "optimal" and gap > max(100.0 * tol, 1e-9):
-        status = "optimal_inaccurate"
-    if status != "optimal":
-        msg = (f"{solver} solve ended with status {status!r} (certified gap {gap:.2e}, tol {tol:.0e}); "
-               "pass allow_inaccurate=True to accept it, or raise max_iter.")
-        if not allow_inaccurate:
-            raise RuntimeError(msg)
-        warnings.warn(msg, RuntimeWarning, stacklevel=3)
-    return GramResult(sol, value, status, iters, seconds, gap, objective, solver)
+    seconds = time.perf_counter() - start
+    if not np.isfinite(value) or not np.isfinite(gap):
+        raise SolverError(f"the {solver} solve ended at a point where the risk or its gap is not finite.")
+    limit = certified_threshold(tol)
+    detail = f"certified duality gap {gap:.2e} > {limit:.0e}" + (
+        " after projecting an indefinite answer onto the PSD cone" if projected else "")
+    status = settle_status(gap <= limit, solver=f"solve_gram ({solver})",
+                           detail=detail + "; " + _ADVICE.get(solver, "raise max_iter"), stacklevel=4)
+    return GramResult(sol, value, status, iters, seconds, gap, method, solver)

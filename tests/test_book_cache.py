@@ -1,0 +1,95 @@
+"""The execution cache extension (book/_ext/ncbook_cache.py) and the offline-asset step without npm."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import ncbook_cache  # noqa: E402
+
+
+def _tree(tmp_path, text="X = 1\n"):
+    (tmp_path / "ncbook").mkdir(exist_ok=True)
+    (tmp_path / "ncbook" / "__init__.py").write_text(text)
+    return tmp_path
+
+
+def test_cache_folder_is_keyed_on_profile_and_package(tmp_path, monkeypatch):
+    monkeypatch.delenv("NCBOOK_EXECUTION_CACHE", raising=False)
+    root = _tree(tmp_path)
+    quick, full = ncbook_cache.cache_folder(root, "quick"), ncbook_cache.cache_folder(root, "full")
+    assert quick != full and quick.parent == root / ".jupyter_cache"
+    assert ncbook_cache.cache_folder(root, "quick") == quick  # stable
+    (root / "ncbook" / "__init__.py").write_text("X = 2\n")  # any package change moves the folder
+    assert ncbook_cache.cache_folder(root, "quick") != quick
+    (root / "ncbook" / "__pycache__").mkdir()
+    (root / "ncbook" / "__pycache__" / "x.pyc").write_bytes(b"\0")  # byte code does not count
+    moved = ncbook_cache.cache_folder(root, "quick")
+    (root / "ncbook" / "__pycache__" / "x.pyc").write_bytes(b"\1")
+    assert ncbook_cache.cache_folder(root, "quick") == moved
+    monkeypatch.setenv("NCBOOK_EXECUTION_CACHE", str(tmp_path / "elsewhere"))
+    assert ncbook_cache.cache_folder(root, "quick").parent == tmp_path / "elsewhere"
+
+
+def _app(root, mode="cache"):
+    values = {"mathjax_path": SimpleNamespace(default="default-mathjax"),
+              "nb_ipywidgets_js": SimpleNamespace(default={"default.js": {}})}
+    config = SimpleNamespace(nb_execution_mode=mode, nb_execution_cache_path="", exclude_patterns=["_build"],
+                             mathjax_path="mathjax/tex-chtml.js", nb_ipywidgets_js={"vendored.js": {}}, values=values)
+    return SimpleNamespace(srcdir=str(root), config=config), config
+
+
+def test_configure_sets_the_cache_restores_and_saves_claims(tmp_path, monkeypatch):
+    monkeypatch.delenv("NCBOOK_EXECUTION_CACHE", raising=False)
+    monkeypatch.setenv("NCBOOK_PROFILE", "quick")
+    root = _tree(tmp_path)
+    folder = ncbook_cache.cache_folder(root, "quick")
+    (folder / "claims").mkdir(parents=True)
+    (folder / "claims" / "seli.json").write_text("{}")
+    app, config = _app(root)
+    ncbook_cache.configure(app, config)
+    assert config.nb_execution_cache_path == str(folder)
+    assert ".jupyter_cache" in config.exclude_patterns  # cached notebooks are never read as pages
+    assert (root / "results" / "claims" / "quick" / "seli.json").is_file()  # restored for cached chapters
+    (root / "results" / "claims" / "quick" / "mr2_margins.json").write_text("{}")  # a chapter executed
+    ncbook_cache.save_claims(app, None)
+    assert (folder / "claims" / "mr2_margins.json").is_file()
+
+
+def test_no_vendored_mathjax_falls_back_to_online_defaults(tmp_path):
+    app, config = _app(_tree(tmp_path), mode="force")
+    ncbook_cache.configure(app, config)
+    assert config.mathjax_path == "default-mathjax" and config.nb_ipywidgets_js == {"default.js": {}}
+    assert config.nb_execution_cache_path == ""  # force mode: the cache is left alone
+    vendored = tmp_path / "book" / "_vendor" / "mathjax"
+    vendored.mkdir(parents=True)
+    (vendored / "tex-chtml.js").write_text("")
+    app, config = _app(tmp_path, mode="force")
+    ncbook_cache.configure(app, config)
+    assert config.mathjax_path == "mathjax/tex-chtml.js"
+
+
+def test_reproduction_page_is_executed_on_every_read(tmp_path):
+    app, _ = _app(tmp_path)
+    source = ["---\njupytext:\n  formats: ipynb,md:myst\n---\n# Reproduction\n"]
+    ncbook_cache.force_execution(app, "book/reproduction", source)
+    assert source[0].startswith("---\nmystnb:\n  execution_mode: force\njupytext:")
+    chapter = ["---\njupytext: {}\n---\n# SELI\n"]
+    ncbook_cache.force_execution(app, "book/seli", chapter)
+    assert "mystnb" not in chapter[0]
+
+
+def test_vendor_assets_skips_without_npm(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("bash", "dirname", "env"):
+        os.symlink(shutil.which(tool), bindir / tool)
+    out = subprocess.run(["bash", str(ROOT / "tools" / "vendor_assets.sh")], capture_output=True, text=True,
+                         env={"PATH": str(bindir)})
+    assert out.returncode == 0
+    assert out.stdout.strip().splitlines() == [
+        "vendor_assets.sh: npm not found; skipped (the pages will load MathJax and the widget scripts online)"]
