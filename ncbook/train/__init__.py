@@ -10,6 +10,7 @@ from ._loop import History
 from ._loop import evaluate
 from ._loop import fit
 from ._loop import lr_lambda
+from ._parallel import fit_run
 from ._parallel import run_parallel
 from ._results import device_name
 from ._results import load_claims
@@ -30,6 +31,7 @@ __all__ = [
     "evaluate",
     "fit",
     "fit_contrastive",
+    "fit_run",
     "fit_weighted_contrastive",
     "load_checkpoint",
     "load_claims",
