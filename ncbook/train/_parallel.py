@@ -26,11 +26,15 @@ from ._loop import History, evaluate, fit
 __all__ = ["fit_run", "run_parallel"]
 
 
+GPU_WORKERS = 8  # processes sharing one GPU by default (each holds a CUDA context, ~0.5 GB)
+
+
 def _default_workers() -> int:
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return min(cores, GPU_WORKERS) if torch.cuda.is_available() else cores
 
 
 def _call(fn: Callable, threads: int, config: dict):
@@ -51,8 +55,9 @@ def run_parallel(fn: Callable, configs: Sequence[dict], *, workers: int | None =
     configs : sequence of dict
         Keyword arguments of each run (e.g. a loss factory and a seed).
     workers : int, optional
-        Processes at once; defaults to ``min(len(configs), usable cores)``. ``1`` runs in
-        this process, one after another, with this process's thread setting: the reference.
+        Processes at once; defaults to ``min(len(configs), usable cores)``, at most
+        ``GPU_WORKERS`` (8) when CUDA is available. ``1`` runs in this process, one after
+        another, with this process's thread setting: the reference.
     threads_per_worker : int
         ``torch.set_num_threads`` in each worker (one thread per core avoids oversubscribing;
         it also makes a worker's float results equal those of a one-thread run alone).
