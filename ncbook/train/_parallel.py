@@ -74,9 +74,8 @@ def run_parallel(fn: Callable, configs: Sequence[dict], *, workers: int | None =
 
     Examples
     --------
-    >>> import operator
-    >>> run_parallel(operator.mul, [{"a": 2, "b": 3}, {"a": 4, "b": 5}], workers=1)
-    [6, 20]
+    >>> run_parallel(round, [{"number": 2.567, "ndigits": 1}, {"number": 3.14159, "ndigits": 3}], workers=2)
+    [2.6, 3.142]
     """
     configs = list(configs)
     workers = min(len(configs), _default_workers()) if workers is None else workers
