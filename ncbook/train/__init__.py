@@ -13,6 +13,7 @@ from ._loop import evaluate
 from ._loop import fit
 from ._loop import lr_lambda
 from ._loop import mittag_leffler_alpha
+from ._parallel import fit_run
 from ._parallel import run_parallel
 from ._results import device_name
 from ._results import load_claims
@@ -35,6 +36,7 @@ __all__ = [
     "evaluate",
     "fit",
     "fit_contrastive",
+    "fit_run",
     "fit_weighted_contrastive",
     "load_checkpoint",
     "load_claims",

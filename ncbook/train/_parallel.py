@@ -1,57 +1,143 @@
-"""Run many independent training runs at once (methods x seeds) in worker processes.
+"""Run the independent runs of a comparison (methods x seeds) at once, in worker processes.
 
-On one GPU, several small runs (a ResNet-32 step is launch-bound, not FLOP-bound) overlap
-well when each has its own process and CUDA context; on a CPU the workers share the cores.
+Every run of a comparison table is independent, so they can run side by side. On a CPU each
+worker process uses one thread and the runs spread over the cores; a run in a worker gives
+bit-for-bit the numbers of the same run alone in a one-thread process (same operations in the
+same order; only the process differs). On one GPU the workers share the device: each holds
+its own CUDA context and their small kernels overlap (a ResNet-32 step at batch 128 is bound
+by kernel launches, not by arithmetic), so ``workers`` of 4-8 fill the device.
+
+The pool is joblib's ``loky`` executor: the workers are fresh interpreters (safe with CUDA
+and with the threads of a Jupyter kernel), they stay alive between calls (a chapter pays
+their start-up once), and functions or lambdas defined in a notebook travel to them by value
+(cloudpickle). The run function itself, :func:`fit_run`, lives in this package.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Sequence
 
-__all__ = ["run_parallel"]
+import torch
+from torch import nn
+
+from ._loop import History, evaluate, fit
+
+__all__ = ["fit_run", "run_parallel"]
 
 
-def _init_worker(threads: int) -> None:
-    import torch
+GPU_WORKERS = 8  # processes sharing one GPU by default (each holds a CUDA context, ~0.5 GB)
 
+
+def _default_workers() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return min(cores, GPU_WORKERS) if torch.cuda.is_available() else cores
+
+
+def _call(fn: Callable, threads: int, config: dict):
     torch.set_num_threads(threads)
+    return fn(**config)
 
 
-def run_parallel(fn: Callable[..., dict], configs: Sequence[dict], *, workers: int | None = None,
-                 threads_per_worker: int = 1) -> list[dict]:
-    """Call ``fn(**config)`` for every config in ``workers`` processes; results in input order.
+def run_parallel(fn: Callable, configs: Sequence[dict], *, workers: int | None = None,
+                 threads_per_worker: int = 1) -> list:
+    """Call ``fn(**config)`` for every config, ``workers`` at a time; results in input order.
 
     Parameters
     ----------
     fn : callable
-        A module-level function (it is pickled into the workers) returning a small dict.
+        The run, e.g. :func:`fit_run` or :func:`ncbook.train.fit_weighted_contrastive`.
+        Arguments and results are pickled (cloudpickle: lambdas and notebook functions are
+        fine as arguments); return plain data, tensors or picklable modules.
     configs : sequence of dict
-        Keyword arguments of each run (e.g. method and seed).
+        Keyword arguments of each run (e.g. a loss factory and a seed).
     workers : int, optional
-        Processes at once; defaults to ``min(len(configs), os.cpu_count())``. ``1`` runs
-        in this process, one after another (no pickling), which is the reference order.
+        Processes at once; defaults to ``min(len(configs), usable cores)``, at most
+        ``GPU_WORKERS`` (8) when CUDA is available. ``1`` runs in this process, one after
+        another, with this process's thread setting: the reference.
     threads_per_worker : int
-        ``torch.set_num_threads`` in each worker (avoid oversubscribing the cores).
+        ``torch.set_num_threads`` in each worker (one thread per core avoids oversubscribing;
+        it also makes a worker's float results equal those of a one-thread run alone).
 
     Returns
     -------
-    list of dict, one per config.
+    list, one result per config, in the order of ``configs``.
 
     Raises
     ------
     ValueError
-        If ``workers < 1``. Any exception of a run is re-raised here.
+        If ``workers`` or ``threads_per_worker`` is below 1. An exception raised by a run
+        is raised here (with the worker's traceback).
+
+    Examples
+    --------
+    >>> run_parallel(round, [{"number": 2.567, "ndigits": 1}, {"number": 3.14159, "ndigits": 3}], workers=2)
+    [2.6, 3.142]
     """
     configs = list(configs)
-    workers = min(len(configs), os.cpu_count() or 1) if workers is None else workers
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1; got {workers}.")
+    workers = min(len(configs), _default_workers()) if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be >= 1 (an integer; 1 runs here, one after another); got {workers!r}.")
+    if isinstance(threads_per_worker, bool) or not isinstance(threads_per_worker, int) or threads_per_worker < 1:
+        raise ValueError(f"threads_per_worker must be an integer >= 1; got {threads_per_worker!r}.")
     if workers == 1 or len(configs) <= 1:
         return [fn(**c) for c in configs]
-    ctx = mp.get_context("spawn")  # CUDA cannot be forked
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(threads_per_worker,)) as pool:
-        futures = [pool.submit(fn, **c) for c in configs]
-        return [f.result() for f in futures]
+    from joblib import Parallel, delayed
+
+    parallel = Parallel(n_jobs=workers, backend="loky", batch_size=1, inner_max_num_threads=threads_per_worker)
+    return parallel(delayed(_call)(fn, threads_per_worker, c) for c in configs)
+
+
+def fit_run(model: Callable[[], nn.Module] | nn.Module, loss: Callable, train: tuple, *, seed: int,
+            evaluate_on: dict | None = None, return_loss: bool = False, **fit_kwargs) -> dict:
+    """One training run of a comparison, ready to travel to a worker: build, :func:`fit`, evaluate.
+
+    Parameters
+    ----------
+    model : callable or nn.Module
+        A zero-argument factory, called after ``torch.manual_seed(seed)`` (so the
+        initialisation depends on ``seed`` alone), or a module already built by the caller.
+    loss : callable
+        A zero-argument factory of the loss (called in the worker after the model is built,
+        so every run starts from fresh loss state: EMAs, batch counts, switches).
+    train : (x, y)
+        Training tensors, as for :func:`fit`.
+    seed : int
+        Seeds the initialisation and :func:`fit`.
+    evaluate_on : dict of name -> (x, y), optional
+        Sets to evaluate with :func:`evaluate` after training (logits, features, accuracies).
+    return_loss : bool
+        Also return the trained loss object (e.g. to read MR2's final margins).
+    **fit_kwargs
+        Passed to :func:`fit` (``epochs``, ``lr``, ``eval_every``...). ``progress``
+        defaults to False.
+
+    Returns
+    -------
+    dict with ``history`` (:class:`History`), ``state`` (the model's ``state_dict`` on the
+    CPU: load it into a model built the same way), ``evaluations`` (name -> the dict of
+    :func:`evaluate`) and, with ``return_loss``, ``loss``.
+
+    Examples
+    --------
+    >>> import torch.nn.functional as F
+    >>> from ncbook import models
+    >>> x, y = torch.randn(32, 8), torch.arange(32) % 4
+    >>> out = fit_run(lambda: models.MLP(8, (16,), 4, 4), lambda: F.cross_entropy, (x, y), seed=0,
+    ...               epochs=2, batch_size=16, nc_every=0, eval_every=0, evaluate_on={"train": (x, y)})
+    >>> len(out["history"]), out["evaluations"]["train"]["logits"].shape
+    (2, torch.Size([32, 4]))
+    """
+    torch.manual_seed(seed)
+    net = model if isinstance(model, nn.Module) else model()
+    loss_fn = loss()
+    fit_kwargs.setdefault("progress", False)
+    history: History = fit(net, loss_fn, train, seed=seed, **fit_kwargs)
+    out = {"history": history, "state": {k: v.detach().cpu() for k, v in net.state_dict().items()},
+           "evaluations": {name: evaluate(net, *xy) for name, xy in (evaluate_on or {}).items()}}
+    if return_loss:
+        out["loss"] = loss_fn.cpu() if isinstance(loss_fn, nn.Module) else loss_fn
+    return out

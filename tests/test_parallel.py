@@ -1,0 +1,189 @@
+"""A run done concurrently, in a worker process, gives the numbers of the same run done alone.
+
+One test per loss of the chapters' comparisons, stateful ones included (LDAM-DRW's switch, IB's
+start, the inverse weights' buffers and switch, MR2's running statistics), plus the weighted
+contrastive runs. Both sides use one thread, so the float32 results must agree exactly; the
+runs are short but long enough to cross every switch.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ncbook import losses, margins, models, reweighting, train
+
+# this module's helpers travel to the workers by value, as a notebook's functions do
+import cloudpickle
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+C = 4
+COUNTS = [40, 24, 14, 8]
+EPOCHS = 4       # switches at epoch 2: both regimes are trained
+SWITCH = 2
+
+
+def _data(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.cat([torch.full((n,), c) for c, n in enumerate(COUNTS)])
+    x = torch.randn(len(y), 12, generator=g) + 1.5 * F.one_hot(y, 12).float()
+    return (x, y), (x[::3] + 0.1, y[::3])
+
+
+def _mlp():
+    return models.MLP(12, (32, 32), 8, C)
+
+
+def _cosine_mlp():
+    """The reweighting chapter's LDAM model: unit-norm features and classifier rows (a parametrization)."""
+    class _UnitRows(torch.nn.Module):
+        def forward(self, w):
+            return F.normalize(w, dim=1)
+
+    model = _mlp()
+    torch.nn.utils.parametrize.register_parametrization(model.classifier, "weight", _UnitRows())
+    model.normalize = True
+    return model
+
+
+def _loss_class(name, *modules):
+    """A loss by name wherever it lives (the losses may move between modules)."""
+    for module in (losses, *modules):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(name)
+
+
+LOSSES = {
+    "CE": lambda: torch.nn.CrossEntropyLoss(),
+    "Inv-Freq": lambda: losses.WeightedCrossEntropy(reweighting.inverse_frequency_weights(COUNTS)),
+    "CB": lambda: losses.WeightedCrossEntropy(reweighting.effective_number_weights(COUNTS, 0.9999)),
+    "Focal": lambda: losses.FocalLoss(gamma=1.0),
+    "LDAM-DRW": lambda: losses.LDAMLoss(COUNTS, drw_epoch=SWITCH),
+    "LA (loss)": lambda: losses.LogitAdjustedLoss(COUNTS, tau=1.0),
+    "IB": lambda: losses.IBLoss(COUNTS, start_epoch=SWITCH),
+    "inverse": lambda: _loss_class("InverseReweightedCE", reweighting)(C, gamma=0.0, switch_epoch=SWITCH),
+    "inverse + macro": lambda: _loss_class("InverseReweightedCE", reweighting)(C, gamma=1.0, switch_epoch=SWITCH),
+    "inverse + macro, detached": lambda: _loss_class("InverseReweightedCE", reweighting)(
+        C, gamma=1.0, switch_epoch=SWITCH, detach=True),
+    "MR2 both": lambda: _loss_class("MR2Loss", margins)(C, ema=0.9, lam=0.1),
+    "MR2 rep.": lambda: _loss_class("MR2Loss", margins)(C, ema=0.9, lam=0.1, logit_margins=False),
+    "fixed margins": lambda: _loss_class("FixedMarginLoss", margins)(torch.full((C,), 0.5)),
+    "plain function": lambda: F.cross_entropy,
+}
+
+
+def _config(name, seed=1, eval_every=0):
+    train_set, test_set = _data()
+    return dict(model=_cosine_mlp if name == "LDAM-DRW" else _mlp, loss=LOSSES[name], train=train_set, seed=seed,
+                epochs=EPOCHS, batch_size=16, lr=0.05, weight_decay=5e-3, nc_every=EPOCHS, test=test_set,
+                eval_every=eval_every, evaluate_on={"test": test_set}, return_loss=True)
+
+
+def _alone(config):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return train.fit_run(**config)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def concurrent():
+    """Every loss's run, all at once in two worker processes (one thread each)."""
+    names = list(LOSSES)
+    results = train.run_parallel(train.fit_run, [_config(n) for n in names], workers=2)
+    return dict(zip(names, results))
+
+
+def _assert_same_run(a, b):
+    assert a["state"].keys() == b["state"].keys()
+    for key in a["state"]:
+        assert torch.equal(a["state"][key], b["state"][key]), key
+    assert a["history"].records == b["history"].records or all(
+        {k: v for k, v in ra.items() if k != "seconds"} == {k: v for k, v in rb.items() if k != "seconds"}
+        for ra, rb in zip(a["history"].records, b["history"].records))
+    assert torch.equal(a["evaluations"]["test"]["logits"], b["evaluations"]["test"]["logits"])
+    if isinstance(a["loss"], torch.nn.Module):
+        sa, sb = a["loss"].state_dict(), b["loss"].state_dict()
+        assert sa.keys() == sb.keys()
+        for key in sa:
+            assert torch.equal(sa[key], sb[key]), f"loss buffer {key}"
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_concurrent_run_equals_run_alone(concurrent, name):
+    _assert_same_run(concurrent[name], _alone(_config(name)))
+
+
+def test_stateful_losses_crossed_their_switch(concurrent):
+    """The runs are long enough to exercise the state the test is about (else it proves little)."""
+    inv = concurrent["inverse + macro"]["loss"].state_dict()
+    assert any(float(v.abs().sum()) > 0 for k, v in inv.items() if v.dtype.is_floating_point), inv
+    mr2 = concurrent["MR2 both"]["loss"]
+    assert torch.isfinite(mr2.margins()).all() and float(mr2.margins().std()) > 0
+    # a different seed changes the result: the comparison can tell runs apart
+    other = _alone(_config("IB", seed=2))
+    assert not torch.equal(other["state"]["classifier.weight"], concurrent["IB"]["state"]["classifier.weight"])
+
+
+def test_weighted_contrastive_run_concurrent_equals_alone():
+    (x, y), _ = _data()
+    weight_fns = [losses.supcon_weights, functools.partial(losses.soft_supcon_weights, epsilon=0.05)]
+
+    def configs():
+        out = []
+        for wf in weight_fns:
+            torch.manual_seed(0)
+            out.append(dict(model=models.MLP(12, (32,), 8, C, normalize=True), x=x, targets=y, weight_fn=wf,
+                            tau=0.5, steps=30, batch_size=32, seed=0))
+        return out
+
+    together = train.run_parallel(train.fit_weighted_contrastive, configs(), workers=2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = [train.fit_weighted_contrastive(**c) for c in configs()]
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(together, alone):
+        assert a.losses == b.losses
+        for (ka, va), (kb, vb) in zip(a.model.state_dict().items(), b.model.state_dict().items()):
+            assert ka == kb and torch.equal(va, vb), ka
+
+
+def test_evaluation_switch_changes_no_parameter():
+    """eval_every=0 evaluates at the last epoch only, and trains exactly the same parameters."""
+    every, last = _alone(_config("inverse + macro", eval_every=1)), _alone(_config("inverse + macro", eval_every=0))
+    for key in every["state"]:
+        assert torch.equal(every["state"][key], last["state"][key]), key
+    assert every["history"].final["class_loss"] == last["history"].final["class_loss"]
+    assert all(r.get("class_loss") is not None for r in every["history"].records)
+    assert [r.get("class_loss") is not None for r in last["history"].records] == [False] * (EPOCHS - 1) + [True]
+    with pytest.raises(ValueError, match="eval_every must be >= 0"):
+        train.fit(_mlp(), F.cross_entropy, _data()[0], epochs=1, eval_every=-1, progress=False)
+
+
+def _fails(x):
+    if x == 3:
+        raise RuntimeError(f"run {x} failed")
+    return x
+
+
+def test_run_parallel_order_errors_and_arguments():
+    configs = [{"a": i, "b": i + 1} for i in range(5)]
+    mul = lambda a, b: a * b  # noqa: E731 (a notebook-style lambda travels by value)
+    assert train.run_parallel(mul, configs, workers=2) == [i * (i + 1) for i in range(5)]
+    assert train.run_parallel(mul, configs, workers=1) == [i * (i + 1) for i in range(5)]
+    with pytest.raises(RuntimeError, match="run 3 failed"):
+        train.run_parallel(_fails, [{"x": 1}, {"x": 3}], workers=2)
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        train.run_parallel(mul, configs, workers=0)
+    with pytest.raises(ValueError, match="threads_per_worker must be an integer >= 1"):
+        train.run_parallel(mul, configs, threads_per_worker=0)
