@@ -44,7 +44,7 @@ def cosine_head(model):
 
 def methods(counts, c, epochs):
     late, mid = int(0.8 * epochs), int(0.5 * epochs)
-    irce = getattr(losses, "InverseReweightedCE", None) or reweighting.InverseReweightedCE
+    irce = losses.InverseReweightedCE
     return {
         "CE": lambda: torch.nn.CrossEntropyLoss(),
         "Inv-Freq": lambda: losses.WeightedCrossEntropy(reweighting.inverse_frequency_weights(counts)),

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ncbook import train
-from ncbook.train._results import claim_verdict, describe_tolerance
+from ncbook import book
+from ncbook.book import claim_verdict, describe_tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("*.md"))
@@ -27,24 +27,24 @@ BASE = dict(chapter="seli", setting="s", profile="quick")
 # --------------------------------------------------------------------------- schema
 def test_paper_value_needs_a_source(tmp_path):
     with pytest.raises(ValueError, match="a paper value needs its source"):
-        train.record_claim(tmp_path, claim="c", ours=1.0, paper=0.5, tolerance={"above": 0}, **BASE)
+        book.record_claim(tmp_path, claim="c", ours=1.0, paper=0.5, tolerance={"above": 0}, **BASE)
     with pytest.raises(ValueError, match="a paper value needs its source"):
-        train.record_claim(tmp_path, claim="c", ours=1.0, paper="a statement", source="  ",
+        book.record_claim(tmp_path, claim="c", ours=1.0, paper="a statement", source="  ",
                            tolerance={"above": 0}, **BASE)
 
 
 def test_derived_value_needs_its_method_and_a_number(tmp_path):
     with pytest.raises(ValueError, match="a derived value needs derived_how"):
-        train.record_claim(tmp_path, claim="c", ours=1.0, derived=0.5, tolerance={"above": 0}, **BASE)
+        book.record_claim(tmp_path, claim="c", ours=1.0, derived=0.5, tolerance={"above": 0}, **BASE)
     with pytest.raises(ValueError, match="derived must be a number"):
-        train.record_claim(tmp_path, claim="c", ours=1.0, derived="0.5", derived_how="by hand",
+        book.record_claim(tmp_path, claim="c", ours=1.0, derived="0.5", derived_how="by hand",
                            tolerance={"above": 0}, **BASE)
 
 
 def test_comparison_needs_a_ranking(tmp_path):
     with pytest.raises(ValueError, match="must state the ranking"):
-        train.record_claim(tmp_path, claim="c", ours=1.0, kind="comparison", tolerance={"above": 0}, **BASE)
-    path = train.record_claim(tmp_path, claim="c", ours=1.0, kind="comparison", ranking=[["A", 0.9], ["B", 0.8]],
+        book.record_claim(tmp_path, claim="c", ours=1.0, kind="comparison", tolerance={"above": 0}, **BASE)
+    path = book.record_claim(tmp_path, claim="c", ours=1.0, kind="comparison", ranking=[["A", 0.9], ["B", 0.8]],
                               tolerance={"above": 0}, **BASE)
     assert json.loads(path.read_text())[0]["ranking"] == [["A", 0.9], ["B", 0.8]]
 
@@ -60,16 +60,16 @@ def test_comparison_needs_a_ranking(tmp_path):
 ])
 def test_malformed_tolerance_is_refused(tmp_path, tolerance, match):
     with pytest.raises((TypeError, ValueError), match=match):
-        train.record_claim(tmp_path, claim="c", ours=1.0, paper="statement", source="abstract",
+        book.record_claim(tmp_path, claim="c", ours=1.0, paper="statement", source="abstract",
                            tolerance=tolerance, **BASE)
 
 
 def test_unknown_profile_and_kind_are_refused(tmp_path):
     with pytest.raises(ValueError, match="profile must be 'quick' or 'full'"):
-        train.record_claim(tmp_path, claim="c", ours=1.0, tolerance={"above": 0}, chapter="x", setting="s",
+        book.record_claim(tmp_path, claim="c", ours=1.0, tolerance={"above": 0}, chapter="x", setting="s",
                            profile="fast")
     with pytest.raises(ValueError, match="kind must be one of"):
-        train.record_claim(tmp_path, claim="c", ours=1.0, tolerance={"above": 0}, kind="ranking", **BASE)
+        book.record_claim(tmp_path, claim="c", ours=1.0, tolerance={"above": 0}, kind="ranking", **BASE)
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -93,11 +93,11 @@ def test_verdict_from_tolerance(ours, tolerance, refs, expected):
 
 
 def test_every_record_carries_its_verdict_and_kinds_stay_apart(tmp_path):
-    train.record_claim(tmp_path, claim="a", ours=0.70, derived=0.7079, derived_how="closed form",
+    book.record_claim(tmp_path, claim="a", ours=0.70, derived=0.7079, derived_how="closed form",
                        tolerance={"abs": 1e-3, "against": "derived"}, **BASE)
-    train.record_claim(tmp_path, claim="b", ours=None, paper=0.9292, source="Theorem 2",
+    book.record_claim(tmp_path, claim="b", ours=None, paper=0.9292, source="Theorem 2",
                        tolerance={"abs": 1e-3, "against": "paper"}, **BASE)
-    records = {r["claim"]: r for r in train.load_claims(tmp_path)}
+    records = {r["claim"]: r for r in book.load_claims(tmp_path)}
     assert records["a"]["verdict"] == "not reproduced" and records["b"]["verdict"] == "not run"
     assert records["a"]["paper"] is None and records["a"]["derived"] == 0.7079      # derived never in paper
     assert records["b"]["source"] == "Theorem 2" and records["b"]["derived"] is None

@@ -45,7 +45,7 @@ def naive_exp(z, weights, tau):
 
 def test_check_w_info_nce():
     assert check_w_info_nce(reference_w_info_nce)
-    res = check_w_info_nce(lambda z, weights, tau: w_info_nce(z, weights, tau=tau))
+    res = check_w_info_nce(lambda z, weights, tau: w_info_nce(z, weights, temperature=tau))
     assert not res and "calls ncbook.losses.w_info_nce" in res.message
     res = check_w_info_nce(diagonal_kept)
     assert not res and "expected" in res.message

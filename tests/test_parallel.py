@@ -15,7 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ncbook import losses, margins, models, reweighting, train
+from ncbook import losses, models, reweighting, train
 
 # this module's helpers travel to the workers by value, as a notebook's functions do
 import cloudpickle
@@ -51,13 +51,6 @@ def _cosine_mlp():
     return model
 
 
-def _loss_class(name, *modules):
-    """A loss by name wherever it lives (the losses may move between modules)."""
-    for module in (losses, *modules):
-        if hasattr(module, name):
-            return getattr(module, name)
-    raise AttributeError(name)
-
 
 LOSSES = {
     "CE": lambda: torch.nn.CrossEntropyLoss(),
@@ -67,13 +60,13 @@ LOSSES = {
     "LDAM-DRW": lambda: losses.LDAMLoss(COUNTS, drw_epoch=SWITCH),
     "LA (loss)": lambda: losses.LogitAdjustedLoss(COUNTS, tau=1.0),
     "IB": lambda: losses.IBLoss(COUNTS, start_epoch=SWITCH),
-    "inverse": lambda: _loss_class("InverseReweightedCE", reweighting)(C, gamma=0.0, switch_epoch=SWITCH),
-    "inverse + macro": lambda: _loss_class("InverseReweightedCE", reweighting)(C, gamma=1.0, switch_epoch=SWITCH),
-    "inverse + macro, detached": lambda: _loss_class("InverseReweightedCE", reweighting)(
+    "inverse": lambda: losses.InverseReweightedCE(C, gamma=0.0, switch_epoch=SWITCH),
+    "inverse + macro": lambda: losses.InverseReweightedCE(C, gamma=1.0, switch_epoch=SWITCH),
+    "inverse + macro, detached": lambda: losses.InverseReweightedCE(
         C, gamma=1.0, switch_epoch=SWITCH, detach=True),
-    "MR2 both": lambda: _loss_class("MR2Loss", margins)(C, ema=0.9, lam=0.1),
-    "MR2 rep.": lambda: _loss_class("MR2Loss", margins)(C, ema=0.9, lam=0.1, logit_margins=False),
-    "fixed margins": lambda: _loss_class("FixedMarginLoss", margins)(torch.full((C,), 0.5)),
+    "MR2 both": lambda: losses.MR2Loss(C, ema=0.9, lam=0.1),
+    "MR2 rep.": lambda: losses.MR2Loss(C, ema=0.9, lam=0.1, logit_margins=False),
+    "fixed margins": lambda: losses.FixedMarginLoss(torch.full((C,), 0.5)),
     "plain function": lambda: F.cross_entropy,
 }
 

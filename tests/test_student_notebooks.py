@@ -312,7 +312,7 @@ def test_glue_returns_nothing_and_show_fills_a_template(monkeypatch):
     """A cell ending with glue(...) leaves no stray value; show() displays Markdown with a text form."""
     import IPython.display
 
-    from ncbook import book
+    from ncbook.book import _glue as book
     monkeypatch.setenv(book.READER_ENV, "reader")          # no myst-nb record outside a book build
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj))

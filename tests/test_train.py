@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ncbook import data, models, train
+from ncbook import book, data, models, train
 
 
 def _tiny():
@@ -104,32 +104,32 @@ def test_bad_arguments():
 
 
 def test_results_round_trip(tmp_path):
-    path = train.save_result(tmp_path, chapter="nc_primer", setting="cifar10-ce", seed=1,
+    path = book.save_result(tmp_path, chapter="nc_primer", setting="cifar10-ce", seed=1,
                              metrics={"acc": torch.tensor(0.5), "per_class": torch.tensor([0.1, float("nan")])},
                              wall_seconds=3.0, config={"lr": 0.1})
     assert path.name == "cifar10-ce-seed1.json"
-    [rec] = train.load_results(tmp_path, "nc_primer")
+    [rec] = book.load_results(tmp_path, "nc_primer")
     assert rec["metrics"] == {"acc": 0.5, "per_class": [pytest.approx(0.1), None]}
     assert rec["config"] == {"lr": 0.1} and rec["seed"] == 1
-    assert train.load_results(tmp_path / "nothing") == []
-    train.record_claim(tmp_path, chapter="nc_primer", claim="c", ours=1.0, setting="s", profile="quick",
+    assert book.load_results(tmp_path / "nothing") == []
+    book.record_claim(tmp_path, chapter="nc_primer", claim="c", ours=1.0, setting="s", profile="quick",
                        tolerance={"above": 0})
-    assert len(train.load_results(tmp_path)) == 1  # claims are not results
+    assert len(book.load_results(tmp_path)) == 1  # claims are not results
     with pytest.raises(ValueError, match="setting must be letters"):
-        train.save_result(tmp_path, chapter="x", setting="a b", seed=0, metrics={}, wall_seconds=0)
+        book.save_result(tmp_path, chapter="x", setting="a b", seed=0, metrics={}, wall_seconds=0)
 
 
 def test_claims_replace_by_claim_and_profile(tmp_path):
     kw = dict(chapter="seli", claim="w_min/w_maj at R = 10", setting="closed form", derived=0.7079,
               derived_how="closed form", tolerance={"abs": 1e-3, "against": "derived"})
-    train.record_claim(tmp_path, ours=0.70, profile="quick", **kw)
-    train.record_claim(tmp_path, ours=0.7079, profile="quick", **kw)
-    train.record_claim(tmp_path, ours=0.71, profile="full", **kw)
-    claims = train.load_claims(tmp_path)
+    book.record_claim(tmp_path, ours=0.70, profile="quick", **kw)
+    book.record_claim(tmp_path, ours=0.7079, profile="quick", **kw)
+    book.record_claim(tmp_path, ours=0.71, profile="full", **kw)
+    claims = book.load_claims(tmp_path)
     assert [(c["profile"], c["ours"]) for c in claims] == [("quick", 0.7079), ("full", 0.71)]
     assert (tmp_path / "claims" / "full" / "seli.json").exists()  # full records are kept apart (committed)
     with pytest.raises(ValueError, match="profile must be 'quick' or 'full'"):
-        train.record_claim(tmp_path, ours=1.0, profile="fast", **kw)
+        book.record_claim(tmp_path, ours=1.0, profile="fast", **kw)
 
 
 def _square(x):

@@ -15,11 +15,6 @@ from ._loop import lr_lambda
 from ._loop import mittag_leffler_alpha
 from ._parallel import fit_run
 from ._parallel import run_parallel
-from ._results import device_name
-from ._results import load_claims
-from ._results import load_results
-from ._results import record_claim
-from ._results import save_result
 from ._weighted import ContrastiveRun
 from ._weighted import embed
 from ._weighted import fit_weighted_contrastive
@@ -31,7 +26,6 @@ __all__ = [
     "History",
     "init_distributed",
     "is_main_process",
-    "device_name",
     "embed",
     "evaluate",
     "fit",
@@ -39,13 +33,9 @@ __all__ = [
     "fit_run",
     "fit_weighted_contrastive",
     "load_checkpoint",
-    "load_claims",
-    "load_results",
     "lr_lambda",
     "mittag_leffler_alpha",
-    "record_claim",
     "run_parallel",
-    "save_result",
     "save_checkpoint",
     "seed_everything",
 ]

@@ -1,0 +1,29 @@
+"""Helpers for the chapters themselves: glued numbers, recorded results and the claim records of the
+Reproduction page (not the maths, which lives in the layers below).
+"""
+
+from ._glue import fill
+from ._glue import glue
+from ._glue import glued
+from ._glue import show
+from ._records import claim_verdict
+from ._records import describe_tolerance
+from ._records import device_name
+from ._records import load_claims
+from ._records import load_results
+from ._records import record_claim
+from ._records import save_result
+
+__all__ = [
+    "claim_verdict",
+    "describe_tolerance",
+    "device_name",
+    "fill",
+    "glue",
+    "glued",
+    "load_claims",
+    "load_results",
+    "record_claim",
+    "save_result",
+    "show",
+]
