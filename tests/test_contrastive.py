@@ -50,13 +50,13 @@ def _naive_risk(gram, lam, k, setting, t):
 
 @pytest.mark.parametrize("lam, k, setting, t, a, b, s", REFERENCE)
 def test_reference_values(lam, k, setting, t, a, b, s):
-    res = solve_gram(lam, k, setting=setting, t=t)
+    res = solve_gram(lam, k, setting=setting, temperature=t)
     assert res.status == "optimal" and res.gap < 1e-9
     assert res.solution[0, 1] == pytest.approx(a, abs=2e-6)
     assert res.solution[0, 2] == pytest.approx(a, abs=2e-6)  # C = 3: an isosceles triangle
     assert res.solution[1, 2] == pytest.approx(b, abs=2e-6)
     assert res.objective == pytest.approx(s, abs=1e-8)
-    assert cl_risk(res.solution, lam, k, setting=setting, t=t) == pytest.approx(s, abs=1e-8)
+    assert cl_risk(res.solution, lam, k, setting=setting, temperature=t) == pytest.approx(s, abs=1e-8)
 
 
 @pytest.mark.parametrize("setting, value", [("ucl", 0.36532458), ("scl", 0.20141328)])
@@ -94,7 +94,7 @@ def test_multiset_reduction_matches_ordered_tuples(setting, k):
     m = rng.standard_normal((4, 3))
     gram = (m / np.linalg.norm(m, axis=1, keepdims=True)) @ (m / np.linalg.norm(m, axis=1, keepdims=True)).T
     lam = rng.dirichlet(np.ones(4))
-    assert cl_risk(gram, lam, k, setting=setting, t=0.7) == pytest.approx(_naive_risk(gram, lam, k, setting, 0.7), rel=1e-12)
+    assert cl_risk(gram, lam, k, setting=setting, temperature=0.7) == pytest.approx(_naive_risk(gram, lam, k, setting, 0.7), rel=1e-12)
 
 
 def test_multisets_weights_and_counts():
@@ -113,12 +113,12 @@ def test_gradient_matches_finite_differences(psi, k, setting):
     m = rng.standard_normal((4, 4))
     m /= np.linalg.norm(m, axis=1, keepdims=True)
     gram, lam, h = m @ m.T, np.array([0.4, 0.3, 0.2, 0.1]), 1e-6
-    g = cl_risk_gradient(gram, lam, k, setting=setting, t=0.8, psi=psi)
+    g = cl_risk_gradient(gram, lam, k, setting=setting, temperature=0.8, psi=psi)
     for i, j in [(0, 1), (1, 3), (2, 3)]:
         e = np.zeros((4, 4))
         e[i, j] = e[j, i] = h
-        fd = (cl_risk(gram + e, lam, k, setting=setting, t=0.8, psi=psi)
-              - cl_risk(gram - e, lam, k, setting=setting, t=0.8, psi=psi)) / (2 * h)
+        fd = (cl_risk(gram + e, lam, k, setting=setting, temperature=0.8, psi=psi)
+              - cl_risk(gram - e, lam, k, setting=setting, temperature=0.8, psi=psi)) / (2 * h)
         assert 2 * g[i, j] == pytest.approx(fd, rel=1e-6, abs=1e-9)
 
 
@@ -161,7 +161,7 @@ def test_ucl_collapse_points(k, value):
 def test_ucl_k1_closed_form_and_temperature():
     for t in (0.5, 1.0, 2.0):
         sig = 1 / (1 + math.exp(2 / t))
-        assert collapse_threshold(1, t=t) == pytest.approx(1 / (1 + 2 * sig), abs=1e-10)
+        assert collapse_threshold(1, temperature=t) == pytest.approx(1 / (1 + 2 * sig), abs=1e-10)
     assert collapse_threshold(12) < 0.9 < collapse_threshold(13)  # the real-network choice
 
 
@@ -174,15 +174,15 @@ def test_scl_collapse_points(c, value):
 @pytest.mark.parametrize("setting, c, k, t, psi", [("ucl", 3, 2, 1.0, "infonce"), ("scl", 4, 2, 1.0, "infonce"),
                                                   ("ucl", 3, 1, 0.5, "infonce"), ("ucl", 3, 2, 1.0, "exp")])
 def test_collapse_point_matches_the_convex_program(setting, c, k, t, psi):
-    th = collapse_threshold(k, setting=setting, num_classes=c, t=t, psi=psi)
+    th = collapse_threshold(k, setting=setting, num_classes=c, temperature=t, psi=psi)
 
     def b(lam1):
         lam = np.r_[lam1, np.full(c - 1, (1 - lam1) / (c - 1))]
-        return optimal_gram(lam, k, setting=setting, t=t, psi=psi)[1, 2]
+        return optimal_gram(lam, k, setting=setting, temperature=t, psi=psi)[1, 2]
 
     assert b(th - 0.005) < 1 - 1e-4  # just below: the minorities are apart
     assert b(th + 0.005) > 1 - 1e-6  # just above: collapsed
-    assert collapse_margin(th - 0.005, k, setting=setting, num_classes=c, t=t, psi=psi) < 0
+    assert collapse_margin(th - 0.005, k, setting=setting, num_classes=c, temperature=t, psi=psi) < 0
 
 
 def test_class_means_from_gram():
@@ -214,6 +214,22 @@ def test_bad_inputs_raise_clear_errors():
         collapse_threshold(1, setting="scl")
     with pytest.raises(ValueError, match="terms"):
         optimal_gram(np.full(30, 1 / 30), 8)
+
+
+@pytest.mark.parametrize("call", [
+    lambda **kw: cl_risk(etf_gram(2), [0.5, 0.5], 1, **kw),
+    lambda **kw: cl_risk_gradient(etf_gram(2), [0.5, 0.5], 1, **kw),
+    lambda **kw: solve_gram([0.5, 0.5], 1, **kw),
+    lambda **kw: optimal_gram([0.5, 0.5], 1, **kw),
+    lambda **kw: collapse_margin(0.9, 1, **kw),
+    lambda **kw: collapse_threshold(1, **kw),
+])
+def test_temperature_is_the_one_keyword(call):
+    """One word per concept: the temperature is ``temperature`` (errors name it), never ``t``."""
+    with pytest.raises(ValueError, match="temperature must be a positive finite number; got 0.0"):
+        call(temperature=0.0)
+    with pytest.raises(TypeError, match="'t'"):
+        call(t=1.0)
 
 
 # ---- status discipline: one vocabulary on every route ---------------------------------------

@@ -135,7 +135,7 @@ def test_weighted_contrastive_run_concurrent_equals_alone():
         for wf in weight_fns:
             torch.manual_seed(0)
             out.append(dict(model=models.MLP(12, (32,), 8, C, normalize=True), x=x, targets=y, weight_fn=wf,
-                            tau=0.5, steps=30, batch_size=32, seed=0))
+                            temperature=0.5, steps=30, batch_size=32, seed=0))
         return out
 
     together = train.run_parallel(train.fit_weighted_contrastive, configs(), workers=2)

@@ -187,8 +187,22 @@ def test_contrastive_trainers_stop_on_a_non_finite_loss_naming_the_step():
     with pytest.raises(ValueError, match=r"the loss became nan at step 3; training stopped"):
         train.fit_contrastive(_NaNAfter(3), x, y, k=2, steps=150, batch_size=8, device="cpu")
     with pytest.raises(ValueError, match=r"the loss became nan at step 5; training stopped"):
-        train.fit_weighted_contrastive(_NaNAfter(5), x, y, losses.supcon_weights, tau=0.5, steps=150, batch_size=16,
+        train.fit_weighted_contrastive(_NaNAfter(5), x, y, losses.supcon_weights, temperature=0.5, steps=150, batch_size=16,
                                        device="cpu")
+
+
+def test_contrastive_trainers_take_temperature_by_that_name():
+    from ncbook import losses
+
+    x, y = _tiny()
+    with pytest.raises(ValueError, match="temperature must be a positive finite number; got 0.0"):
+        train.fit_contrastive(_NaNAfter(3), x, y, k=2, temperature=0.0, steps=1, device="cpu")
+    with pytest.raises(ValueError, match="temperature must be a positive finite number; got 0.0"):
+        train.fit_weighted_contrastive(_NaNAfter(3), x, y, losses.supcon_weights, temperature=0.0, steps=1, device="cpu")
+    with pytest.raises(TypeError, match="'t'"):
+        train.fit_contrastive(_NaNAfter(3), x, y, t=0.5, steps=1, device="cpu")
+    with pytest.raises(TypeError, match="'tau'"):
+        train.fit_weighted_contrastive(_NaNAfter(3), x, y, losses.supcon_weights, tau=0.5, steps=1, device="cpu")
 
 
 def test_loss_protocols():

@@ -1,7 +1,7 @@
 """Contrastive learning on imbalanced data: the convex program over class-mean Gram matrices.
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature, ``lambda`` the class
-probabilities. ``A`` (C, C) is the Gram matrix of unit-norm class means (a correlation matrix).
+Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature (keyword ``temperature``),
+``lambda`` the class probabilities. ``A`` (C, C) is the Gram matrix of unit-norm class means (a correlation matrix).
 
 References
 ----------

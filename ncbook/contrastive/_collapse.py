@@ -76,7 +76,7 @@ def _check_args(k, setting, num_classes, t, psi):
     if not (isinstance(k, float) and math.isinf(k) and k > 0):
         k = _check_k(k)
     check_in("setting", setting, SETTINGS)
-    t = check_positive("t", t)
+    t = check_positive("temperature", t)
     check_in("psi", psi, PSIS)
     if setting == "scl":
         if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 3:
@@ -86,14 +86,14 @@ def _check_args(k, setting, num_classes, t, psi):
     return k, t
 
 
-def collapse_margin(lambda_1, k, *, setting: str = "ucl", num_classes: int | None = None, t: float = 1.0,
-                    psi: str = "infonce") -> float:
+def collapse_margin(lambda_1, k, *, setting: str = "ucl", num_classes: int | None = None,
+                    temperature: float = 1.0, psi: str = "infonce") -> float:
     """KKT margin ``dS/dA_0j - m dS/dA_ij`` (times ``t``) at the collapsed point.
 
     Non-negative exactly when minority collapse is optimal at majority probability ``lambda_1``.
     Arguments as in :func:`collapse_threshold`.
     """
-    k, t = _check_args(k, setting, num_classes, t, psi)
+    k, t = _check_args(k, setting, num_classes, temperature, psi)
     lam1 = float(lambda_1)
     if not 0.0 < lam1 < 1.0:
         raise ValueError(f"lambda_1 must lie in (0, 1); got {lambda_1!r}.")
@@ -103,8 +103,8 @@ def collapse_margin(lambda_1, k, *, setting: str = "ucl", num_classes: int | Non
     return float(_margin_scl(lam1, k, eps, psi, int(num_classes) - 1))
 
 
-def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = None, t: float = 1.0,
-                       psi: str = "infonce") -> float:
+def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = None,
+                       temperature: float = 1.0, psi: str = "infonce") -> float:
     r"""Exact majority probability ``lambda_1`` above which the minorities collapse.
 
     One majority class and ``C - 1`` equal minorities; the returned value is the root of the
@@ -117,8 +117,8 @@ def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = Non
     setting : {"ucl", "scl"}
     num_classes : int, optional
         ``C >= 3``; required for SCL, ignored for UCL.
-    t : float
-        Temperature.
+    temperature : float
+        Temperature ``t > 0``.
     psi : {"infonce", "exp"}
 
     Returns
@@ -128,7 +128,7 @@ def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = Non
     Raises
     ------
     ValueError
-        ``k < 1``, SCL without ``num_classes >= 3``, or a non-positive ``t``.
+        ``k < 1``, SCL without ``num_classes >= 3``, or a non-positive ``temperature``.
 
     References
     ----------
@@ -140,7 +140,7 @@ def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = Non
     >>> round(collapse_threshold(1, setting="ucl"), 6)  # = 1 / (1 + 2 sigmoid(-2))
     0.80749
     """
-    k, t = _check_args(k, setting, num_classes, t, psi)
+    k, t = _check_args(k, setting, num_classes, temperature, psi)
     eps = math.exp(-2.0 / t)
     if setting == "ucl":
         f = lambda lam1: _margin_ucl(lam1, k, eps, psi)  # noqa: E731

@@ -1,6 +1,6 @@
 """Public entry points of the convex program: :func:`solve_gram` and :func:`optimal_gram`.
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature.
+Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature (keyword ``temperature``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def solve_gram(
     k,
     *,
     setting: str = "ucl",
-    t: float = 1.0,
+    temperature: float = 1.0,
     psi: str = "infonce",
     method: str = "exact",
     solver: str = "auto",
@@ -44,8 +44,8 @@ def solve_gram(
     k : int or math.inf
         Negatives per anchor (``>= 1``). Ignored by ``method="large_k"`` (pass any ``k`` or ``math.inf``).
     setting : {"ucl", "scl"}
-    t : float
-        Temperature ``> 0``.
+    temperature : float
+        Temperature ``t > 0``.
     psi : {"infonce", "exp"}
     method : {"exact", "large_k", "bm"}
         ``"exact"``: the exact multiset risk (``C binom(C + k - 1, k)`` terms for UCL).
@@ -110,7 +110,7 @@ def solve_gram(
 
         _check_k(k)
         k = math.inf
-    lam, k, t, objective = _check_problem(class_probs, k, setting, t, psi, large_k=large)
+    lam, k, t, objective = _check_problem(class_probs, k, setting, temperature, psi, large_k=large)
     risk = make_risk(lam, k, setting, t, psi, objective)
     if method == "bm":
         solver = "bm"
@@ -122,7 +122,7 @@ def solve_gram(
                       rank=rank, seed=seed)
 
 
-def optimal_gram(class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce",
+def optimal_gram(class_probs, k, *, setting: str = "ucl", temperature: float = 1.0, psi: str = "infonce",
                  method: str = "exact", solver: str = "auto", **options) -> np.ndarray:
     """The optimal class-mean Gram matrix ``A*`` (C, C); see :func:`solve_gram` for every option.
 
@@ -132,4 +132,5 @@ def optimal_gram(class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: s
     >>> bool(np.allclose(optimal_gram([0.25] * 4, 2), etf_gram(4), atol=1e-7))
     True
     """
-    return solve_gram(class_probs, k, setting=setting, t=t, psi=psi, method=method, solver=solver, **options).solution
+    return solve_gram(class_probs, k, setting=setting, temperature=temperature, psi=psi, method=method,
+                      solver=solver, **options).solution

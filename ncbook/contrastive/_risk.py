@@ -1,6 +1,6 @@
 """The contrastive risk of class-mean Gram matrices (the paper's lower bound).
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature.
+Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature (keyword ``temperature``).
 
 With features collapsed onto unit-norm class means ``mu_c``, ``A = M M^T`` (C, C) and
 positives drawn independently from the anchor's class (so ``s_+ = 1``), the risk is
@@ -45,7 +45,7 @@ def _check_problem(class_probs, k, setting, t, psi, *, large_k=False):
         raise ValueError(f"class_probs must hold at least 2 classes; got {lam.size}.")
     k = _check_k_or_inf(k)
     check_in("setting", setting, SETTINGS)
-    t = check_positive("t", t)
+    t = check_positive("temperature", t)
     check_in("psi", psi, PSIS)
     if setting == "scl" and lam.size < 2:
         raise ValueError("setting='scl' needs at least 2 classes.")
@@ -74,7 +74,8 @@ def _check_gram(gram, num_classes):
     return (a + a.T) / 2
 
 
-def cl_risk(gram, class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce") -> float:
+def cl_risk(gram, class_probs, k, *, setting: str = "ucl", temperature: float = 1.0,
+            psi: str = "infonce") -> float:
     r"""Contrastive risk ``S(A)`` of a class-mean Gram matrix ``A``.
 
     Parameters
@@ -87,8 +88,8 @@ def cl_risk(gram, class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: 
         Negatives per anchor; ``math.inf`` gives the large-``k`` limit ``S_inf`` (``log k`` dropped).
     setting : {"ucl", "scl"}
         Unsupervised (negatives from the data) or supervised (negatives from other classes).
-    t : float
-        Temperature ``> 0``.
+    temperature : float
+        Temperature ``t > 0``.
     psi : {"infonce", "exp"}
         ``log(1 + sum_j exp(z_j / t))`` or ``sum_j exp(z_j / t)``.
 
@@ -112,12 +113,13 @@ def cl_risk(gram, class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: 
     >>> round(cl_risk(etf_gram(3), [1/3, 1/3, 1/3], 1), 8)
     0.36532458
     """
-    lam, k, t, objective = _check_problem(class_probs, k, setting, t, psi)
+    lam, k, t, objective = _check_problem(class_probs, k, setting, temperature, psi)
     a = _check_gram(gram, lam.size)
     return make_risk(lam, k, setting, t, psi, objective).value(a)
 
 
-def cl_risk_gradient(gram, class_probs, k, *, setting: str = "ucl", t: float = 1.0, psi: str = "infonce"):
+def cl_risk_gradient(gram, class_probs, k, *, setting: str = "ucl", temperature: float = 1.0,
+                     psi: str = "infonce"):
     r"""Gradient of :func:`cl_risk` over the off-diagonal entries, as a symmetric matrix.
 
     Returns ``G`` (C, C) with zero diagonal such that ``dS = <G, dA>`` for every symmetric
@@ -125,14 +127,14 @@ def cl_risk_gradient(gram, class_probs, k, *, setting: str = "ucl", t: float = 1
 
     Parameters
     ----------
-    gram, class_probs, k, setting, t, psi
+    gram, class_probs, k, setting, temperature, psi
         As in :func:`cl_risk`.
 
     Returns
     -------
     ndarray of shape (C, C), float64.
     """
-    lam, k, t, objective = _check_problem(class_probs, k, setting, t, psi)
+    lam, k, t, objective = _check_problem(class_probs, k, setting, temperature, psi)
     a = _check_gram(gram, lam.size)
     _, p = make_risk(lam, k, setting, t, psi, objective).grad(a)
     return (p + p.T) / 2

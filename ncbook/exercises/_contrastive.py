@@ -30,14 +30,14 @@ def check_multiset_risk(student) -> CheckResult:
     """Check ``student(gram, class_probs, k, setting, t) -> float`` against :func:`ncbook.contrastive.cl_risk`
     (InfoNCE, positives at cosine 1, UCL collisions included)."""
     return run_cases("multiset_risk", student,
-                     lambda gram, class_probs, k, setting, t: cl_risk(gram, class_probs, k, setting=setting, t=t),
+                     lambda gram, class_probs, k, setting, t: cl_risk(gram, class_probs, k, setting=setting, temperature=t),
                      _risk_cases(), atol=1e-9, rtol=1e-9, forbid=(cl_risk,))
 
 
 def check_ucl_collapse_k1(student) -> CheckResult:
     """Check ``student(t) -> float``, the exact UCL collapse point at ``k = 1``, for several temperatures."""
     cases = ({"t": t} for t in (0.25, 0.5, 1.0, 2.0, 5.0))
-    return run_cases("ucl_collapse_k1", student, lambda t: collapse_threshold(1, setting="ucl", t=t), cases,
+    return run_cases("ucl_collapse_k1", student, lambda t: collapse_threshold(1, setting="ucl", temperature=t), cases,
                      atol=1e-8, rtol=1e-8, forbid=(collapse_threshold,))
 
 

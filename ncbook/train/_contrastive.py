@@ -77,7 +77,8 @@ def class_mean_cosines(model, x, y, *, batch_size: int = 1024):
     return (unit @ unit.T).numpy(), (1.0 - norms).numpy()
 
 
-def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float = 1.0, psi: str = "infonce",
+def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperature: float = 1.0,
+                    psi: str = "infonce",
                     steps: int = 3000, batch_size: int = 256, lr: float = 0.05, momentum: float = 0.9,
                     weight_decay: float = 5e-4, augment=None, seed: int = 0, device=None) -> ContrastiveFit:
     """Train ``model.features`` with the generalized contrastive loss; SGD with a cosine schedule.
@@ -92,8 +93,8 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float =
     k : int
         Negatives per anchor.
     setting : {"ucl", "scl"}
-    t : float
-        Temperature.
+    temperature : float
+        Temperature ``> 0``.
     psi : {"infonce", "exp"}
     steps, batch_size, lr, momentum, weight_decay
         Optimisation (``batch_size`` anchors per step).
@@ -109,11 +110,11 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float =
     Raises
     ------
     ValueError
-        On bad ``setting`` or ``t``, or when the loss becomes NaN or infinite (the message names the step).
+        On bad ``setting`` or ``temperature``, or when the loss becomes NaN or infinite (the message names the step).
     """
     y = check_labels(y)
     check_in("setting", setting, ("ucl", "scl"))
-    t = check_positive("t", t)
+    temperature = check_positive("temperature", temperature)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -132,7 +133,7 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", t: float =
             batch = augment(batch, None)
         h = model.features(batch)[inverse.to(device)]
         a, p, n = h[:batch_size], h[batch_size:2 * batch_size], h[2 * batch_size:].view(batch_size, k, -1)
-        return generalized_contrastive_loss(a, p, n, temperature=t, psi=psi)
+        return generalized_contrastive_loss(a, p, n, temperature=temperature, psi=psi)
 
     chunks = []
     for first in range(0, steps, CHECK_EVERY):  # stop within CHECK_EVERY steps of a non-finite loss

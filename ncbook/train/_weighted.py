@@ -65,7 +65,7 @@ def fit_weighted_contrastive(
     weight_fn: Callable[[torch.Tensor], torch.Tensor],
     *,
     similarity: str = "cosine",
-    tau: float,
+    temperature: float,
     steps: int,
     batch_size: int | None = None,
     lr: float = 0.05,
@@ -91,7 +91,7 @@ def fit_weighted_contrastive(
     weight_fn : callable
         ``weight_fn(batch_targets) -> (B, B)`` prior weights.
     similarity : {"cosine", "euclidean"}
-    tau : float
+    temperature : float
         Temperature, ``> 0``.
     steps : int
         Optimiser steps.
@@ -114,11 +114,11 @@ def fit_weighted_contrastive(
     Raises
     ------
     ValueError
-        On bad ``steps``, ``batch_size``, ``tau``, ``lr`` or ``similarity``, or mismatched lengths,
+        On bad ``steps``, ``batch_size``, ``temperature``, ``lr`` or ``similarity``, or mismatched lengths,
         or when the loss becomes NaN or infinite (the message names the step).
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
-    check_positive("tau", tau)
+    check_positive("temperature", temperature)
     check_positive("lr", lr)
     _check_steps(steps, batch_size)
     if len(x) != len(targets):
@@ -138,7 +138,7 @@ def fit_weighted_contrastive(
         if augment is not None:
             xb = augment(xb, gen)
         w = weight_fn(targets[idx]).to(device=device, dtype=torch.float32)
-        return w_info_nce(model.features(xb.to(device)), w, similarity=similarity, temperature=tau)
+        return w_info_nce(model.features(xb.to(device)), w, similarity=similarity, temperature=temperature)
 
     all_losses = []
     for first in range(0, steps, CHECK_EVERY):  # stop within CHECK_EVERY steps of a non-finite loss
