@@ -125,3 +125,26 @@ def test_log_mean_ce_check():
     res = check_log_mean_ce(naive)
     assert not res and "-inf" in res.message and "nan" not in res.message
     assert "expected -800" in res.message and "non-finite" in res.message
+
+
+def _grid_collapse_lambda(counts, grid=np.geomspace(1e-4, 1e-1, 40)):
+    """An independent solution: the first grid point where the minority classifiers coincide."""
+    from ncbook import geometry, ufm
+    for lam in grid:
+        w = ufm.ridge_optimum(counts, lam).classifiers
+        if np.linalg.norm(w[2:], axis=1).min() == 0 or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6:
+            return lam
+    return np.nan
+
+
+def test_check_collapse_lambda():
+    from ncbook.exercises import check_collapse_lambda
+    assert check_collapse_lambda(_grid_collapse_lambda)
+    res = check_collapse_lambda(lambda counts: 4 * _grid_collapse_lambda(counts))   # too large
+    assert not res and "too large" in res.message
+    res = check_collapse_lambda(lambda counts: _grid_collapse_lambda(counts) / 4)   # too small
+    assert not res and "do not coincide" in res.message
+
+    def stub(counts):
+        raise NotImplementedError
+    assert "not implemented yet" in check_collapse_lambda(stub).message

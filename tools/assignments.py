@@ -329,7 +329,7 @@ def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: b
               "run_tests": run_tests, "solutions_pdf": False, "generate": {"pdf": False},
               "tests": {"files": False, "ok_format": True}, "show_question_points": True}
     out = [_raw("# ASSIGNMENT CONFIG\n" + json.dumps(config, indent=1))]
-    used, answered = {lab: 0 for lab in labels}, set()
+    used, answered, closed = {lab: 0 for lab in labels}, set(), set()
     prompts = {lab: first[lab] - 1 for lab in labels
                if first[lab] > 0 and cells[first[lab] - 1].cell_type == "markdown"
                and re.search(rf":label:\s*{re.escape(lab)}\b", cells[first[lab] - 1].source)}
@@ -343,7 +343,8 @@ def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: b
             if label not in prompts:
                 out.append(_raw("# BEGIN QUESTION\n" + json.dumps(_question_config(questions[label], hidden))))
             out += [_raw("# BEGIN PROMPT"), _raw("# END PROMPT"), _raw("# BEGIN SOLUTION")]
-        if meta.get("role") == "stub":
+        if meta.get("role") == "stub" or (meta.get("role") == "answer" and cell.cell_type == "code"):
+            # a stub, or the code cell left for an exercise whose solution defines no function
             sol = solutions.get(label, Solution()).code
             if used[label] >= len(sol):
                 raise ValueError(f"{md_path.name}: exercise {label} has more stubs than solution code cells")
@@ -357,7 +358,9 @@ def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: b
                 answered.add(label)
                 out += [nbformat.v4.new_markdown_cell(text) for text in solutions.get(label, Solution()).markdown]
         elif meta.get("role") == "check":
-            out.append(_raw("# END SOLUTION"))
+            if label not in closed:  # the first check closes the solution; a second check stays in the question
+                closed.add(label)
+                out.append(_raw("# END SOLUTION"))
             out.append(cell)
         elif cell.cell_type == "markdown" and any(first[lab] < i < last[lab] for lab in labels):
             kept = copy.deepcopy(cell)  # inside an open solution block: keep it in the student notebook
@@ -366,7 +369,8 @@ def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: b
         else:
             out.append(cell)
         if label and i == last[label]:
-            if meta.get("role") != "check":
+            if label not in closed:
+                closed.add(label)
                 out.append(_raw("# END SOLUTION"))
             q = questions[label]
             if not q.manual:

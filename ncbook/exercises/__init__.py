@@ -28,6 +28,7 @@ from ._reweighting import check_effective_number_weights
 from ._reweighting import check_inverse_weights
 from ._reweighting import check_loss_imbalance
 from ._reweighting import check_macro_factors
+from ._seli import check_collapse_lambda
 from ._seli import check_log_mean_ce
 from ._seli import check_minority_norm_ratio
 from ._seli import check_sel_matrix
@@ -48,6 +49,7 @@ __all__ = [
     "check_inverse_weights",
     "check_loss_imbalance",
     "check_macro_factors",
+    "check_collapse_lambda",
     "check_log_mean_ce",
     "check_minority_norm_ratio",
     "check_sel_matrix",

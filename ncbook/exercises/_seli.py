@@ -9,10 +9,12 @@ import numpy as np
 import torch
 
 from ..geometry import sel_matrix, seli_geometry, seli_step_closed_form
-from ..ufm import log_mean_ce
+from ..geometry import cosine_matrix
+from ..ufm import log_mean_ce, ridge_optimum
 from ._core import CheckResult, run_cases
 
-__all__ = ["check_sel_matrix", "check_seli_classifier_gram", "check_minority_norm_ratio", "check_log_mean_ce"]
+__all__ = ["check_sel_matrix", "check_seli_classifier_gram", "check_minority_norm_ratio", "check_log_mean_ce",
+           "check_collapse_lambda"]
 
 
 def _sel_cases():
@@ -84,3 +86,35 @@ def check_log_mean_ce(student) -> CheckResult:
     """
     return run_cases("log_mean_ce", student, lambda logits, labels: log_mean_ce(logits, labels), _ce_cases(),
                      atol=1e-8, rtol=1e-10, forbid=(log_mean_ce,))
+
+
+def _minorities_collapsed(counts, lam: float) -> bool:
+    """Do the last two classifiers of the exact ridge optimum coincide (or vanish) at ``lam``?"""
+    w = ridge_optimum(counts, lam).classifiers                     # (C, C - 1)
+    return bool(np.linalg.norm(w[2:], axis=1).min() == 0 or cosine_matrix(w)[2, 3] > 1 - 1e-6)
+
+
+def check_collapse_lambda(student, factor: float = 1.25) -> CheckResult:
+    """Check ``student(counts) -> lambda``, the smallest ridge at which the two minorities collapse.
+
+    For counts ``(50, 50, 5, 5)`` and ``(500, 500, 5, 5)`` the exact ridge optimum
+    (:func:`ncbook.ufm.ridge_optimum`) must have coinciding minority classifiers at the returned
+    ``lambda`` and distinct ones at ``lambda / factor``: the threshold to within ``factor``.
+    """
+    name = "collapse_lambda"
+    for counts in ([50, 50, 5, 5], [500, 500, 5, 5]):
+        try:
+            lam = float(student(counts))
+        except NotImplementedError:
+            return CheckResult(name, False, "not implemented yet (the function raised NotImplementedError).")
+        except TypeError as err:
+            return CheckResult(name, False, f"collapse_lambda(counts) could not be called with counts = {counts}: {err}")
+        if not np.isfinite(lam) or lam <= 0:
+            return CheckResult(name, False, f"for counts {counts} expected a positive lambda, got {lam}.")
+        if not _minorities_collapsed(counts, lam):
+            return CheckResult(name, False, f"for counts {counts} got lambda = {lam:.3g}: the minority classifiers "
+                                            "do not coincide there (lambda too small).")
+        if _minorities_collapsed(counts, lam / factor):
+            return CheckResult(name, False, f"for counts {counts} got lambda = {lam:.3g}: they already coincide at "
+                                            f"lambda / {factor} (lambda too large).")
+    return CheckResult(name, True, f"both thresholds found to within a factor {factor}.")
