@@ -11,7 +11,7 @@ import torch
 from ..geometry import sel_matrix, seli_geometry, seli_step_closed_form
 from ..geometry import cosine_matrix
 from ..ufm import log_mean_ce, ridge_optimum
-from ._core import CheckResult, run_cases
+from ._core import CheckResult, _signature_problem, run_cases
 
 __all__ = ["check_sel_matrix", "check_seli_classifier_gram", "check_minority_norm_ratio", "check_log_mean_ce",
            "check_collapse_lambda"]
@@ -103,12 +103,12 @@ def check_collapse_lambda(student, factor: float = 1.25) -> CheckResult:
     """
     name = "collapse_lambda"
     for counts in ([50, 50, 5, 5], [500, 500, 5, 5]):
+        if problem := _signature_problem(student, {"counts": counts}):
+            return CheckResult(name, False, problem)
         try:
-            lam = float(student(counts))
+            lam = float(student(counts=counts))
         except NotImplementedError:
             return CheckResult(name, False, "not implemented yet (the function raised NotImplementedError).")
-        except TypeError as err:
-            return CheckResult(name, False, f"collapse_lambda(counts) could not be called with counts = {counts}: {err}")
         if not np.isfinite(lam) or lam <= 0:
             return CheckResult(name, False, f"for counts {counts} expected a positive lambda, got {lam}.")
         if not _minorities_collapsed(counts, lam):
