@@ -32,7 +32,7 @@ def build() -> tuple[float, list[str], list[str]]:
     log = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
     if out.returncode != 0:
         sys.exit(f"the build failed (exit {out.returncode}):\n{log[-3000:]}")
-    executed = sorted(set(re.findall(r"book/(\w+)\.md: Executed notebook", log)))
+    executed = sorted(set(re.findall(r"book/(\w+)(?:\.md)?: (?:Executed notebook|executed side by side)", log)))
     cached = sorted(set(re.findall(r"book/(\w+)\.md: Using cached notebook", log)))
     return seconds, executed, cached
 

@@ -12,6 +12,7 @@ from ._status import InaccurateSolutionWarning
 from ._status import SolverError
 from .profiles import data_root
 from .profiles import default_device
+from .profiles import native_bf16
 from .profiles import profile
 from .profiles import results_dir
 from .profiles import scale
@@ -24,6 +25,7 @@ __all__ = [
     "SolverError",
     "data_root",
     "default_device",
+    "native_bf16",
     "profile",
     "results_dir",
     "scale",

@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-__all__ = ["profile", "scale", "default_device", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
+__all__ = ["profile", "scale", "default_device", "native_bf16", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
 
 PROFILES = ("quick", "full")
 SCALES = ("paper", "smoke")
@@ -62,6 +62,37 @@ def scale() -> str:
 def default_device() -> torch.device:
     """``cuda`` when available, else ``cpu``."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def native_bf16(device: str | torch.device | None = None) -> bool:
+    """Whether ``device`` multiplies bfloat16 matrices in hardware (so that bf16 autocast is faster).
+
+    This decides what ``amp=True`` does in :func:`ncbook.train.fit`: bf16 autocast where it is
+    native, float32 elsewhere (where bf16 products are emulated and slower than float32).
+
+    Parameters
+    ----------
+    device : str or torch.device, optional
+        Defaults to :func:`default_device`.
+
+    Returns
+    -------
+    bool
+        CUDA: ``torch.cuda.is_bf16_supported()`` (compute capability 8.0 and later). CPU: the
+        AVX512-BF16 or AMX instructions, from PyTorch's CPU feature probe. Any other device: False.
+
+    Examples
+    --------
+    >>> native_bf16("cpu") in (True, False)
+    True
+    """
+    device = default_device() if device is None else torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # private probes: absent means no
+        return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+    return False
 
 
 def data_root() -> str:

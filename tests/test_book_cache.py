@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import ncbook_cache  # noqa: E402
@@ -93,3 +95,47 @@ def test_vendor_assets_skips_without_npm(tmp_path):
     assert out.returncode == 0
     assert out.stdout.strip().splitlines() == [
         "vendor_assets.sh: npm not found; skipped (the pages will load MathJax and the widget scripts online)"]
+
+
+def _notebook(path: Path, code: str) -> None:
+    path.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\nkernelspec:\n  name: python3\n"
+                    "  display_name: Python 3\n---\n\n# A page\n\n```{code-cell} ipython3\n" + code + "\n```\n")
+
+
+def test_stale_chapters_execute_side_by_side_into_the_cache(tmp_path, monkeypatch):
+    """Two chapters overlap in time, both land in the cache; a failing one and a forced page do not."""
+    from jupyter_cache import get_cache
+    from myst_nb.core.config import NbParserConfig
+    from myst_parser.config.main import MdParserConfig
+
+    stamp = "import time, pathlib; t0 = time.time(); time.sleep(2); pathlib.Path('{0}.txt').write_text(f'{{t0}} {{time.time()}}')"
+    for name in ("a", "b"):
+        _notebook(tmp_path / f"{name}.md", stamp.format(name))
+    _notebook(tmp_path / "bad.md", "raise RuntimeError('planted')")
+    (tmp_path / "book").mkdir()
+    _notebook(tmp_path / "book" / "reproduction.md", "pathlib.Path('never.txt').write_text('')")
+    folder = tmp_path / "cache"
+    config = NbParserConfig(execution_mode="cache", execution_cache_path=str(folder), execution_timeout=60)
+    env = SimpleNamespace(doc2path=lambda doc: str(tmp_path / f"{doc}.md"), myst_config=MdParserConfig(),
+                          mystnb_config=config)
+    monkeypatch.setenv("NCBOOK_EXECUTION_CACHE", str(tmp_path / "base"))
+    monkeypatch.setenv("NCBOOK_BUILD_WORKERS", "3")
+    ncbook_cache.execute_side_by_side(SimpleNamespace(srcdir=str(tmp_path)), env, ["a", "b", "bad", "book/reproduction"])
+    (a0, a1), (b0, b1) = ([float(t) for t in (tmp_path / f"{n}.txt").read_text().split()] for n in ("a", "b"))
+    assert a0 < b1 and b0 < a1, "the two chapters did not run at the same time"
+    assert not (tmp_path / "book" / "never.txt").exists()  # the reproduction page is left to the read
+    cache = get_cache(str(folder))
+    stale = ncbook_cache._stale_notebooks(env, ["a", "b", "bad"], cache)
+    assert [doc for doc, *_ in stale] == ["bad"]  # a and b are served from the cache; bad executes at the read
+    timings = (tmp_path / "base" / "timings.json").read_text()
+    assert '"a"' in timings and '"bad"' not in timings
+
+
+def test_build_workers_reads_the_variable(monkeypatch):
+    monkeypatch.setenv("NCBOOK_BUILD_WORKERS", "1")
+    assert ncbook_cache.build_workers() == 1
+    monkeypatch.delenv("NCBOOK_BUILD_WORKERS")
+    assert ncbook_cache.build_workers() >= 1
+    monkeypatch.setenv("NCBOOK_BUILD_WORKERS", "two")
+    with pytest.raises(ValueError, match="NCBOOK_BUILD_WORKERS must be a positive integer; got 'two'"):
+        ncbook_cache.build_workers()

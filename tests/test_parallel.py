@@ -71,11 +71,11 @@ LOSSES = {
 }
 
 
-def _config(name, seed=1, eval_every=0):
+def _config(name, seed=1, eval_every=0, amp=False):
     train_set, test_set = _data()
     return dict(model=_cosine_mlp if name == "LDAM-DRW" else _mlp, loss=LOSSES[name], train=train_set, seed=seed,
                 epochs=EPOCHS, batch_size=16, lr=0.05, weight_decay=5e-3, nc_every=EPOCHS, test=test_set,
-                eval_every=eval_every, evaluate_on={"test": test_set}, return_loss=True)
+                eval_every=eval_every, evaluate_on={"test": test_set}, return_loss=True, amp=amp)
 
 
 def _alone(config):
@@ -113,6 +113,20 @@ def _assert_same_run(a, b):
 @pytest.mark.parametrize("name", list(LOSSES))
 def test_concurrent_run_equals_run_alone(concurrent, name):
     _assert_same_run(concurrent[name], _alone(_config(name)))
+
+
+AMP_LOSSES = ["CE", "LDAM-DRW", "inverse + macro", "MR2 both"]
+
+
+@pytest.fixture(scope="module")
+def concurrent_amp():
+    """Runs with amp=True (bf16 products where the CPU has them, float32 elsewhere) in two workers."""
+    return dict(zip(AMP_LOSSES, train.run_parallel(train.fit_run, [_config(n, amp=True) for n in AMP_LOSSES], workers=2)))
+
+
+@pytest.mark.parametrize("name", AMP_LOSSES)
+def test_concurrent_amp_run_equals_run_alone(concurrent_amp, name):
+    _assert_same_run(concurrent_amp[name], _alone(_config(name, amp=True)))
 
 
 def test_stateful_losses_crossed_their_switch(concurrent):

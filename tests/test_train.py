@@ -211,3 +211,50 @@ def test_loss_protocols():
     loss = StatefulLoss()
     assert isinstance(loss, FeatureLoss) and isinstance(loss, EpochAware)
     assert not isinstance(F.cross_entropy, EpochAware) and not isinstance(torch.nn.CrossEntropyLoss(), EpochAware)
+
+
+def _amp_run(amp):
+    x, y = _tiny()
+    net = _model()
+    hist = train.fit(net, F.cross_entropy, (x, y), epochs=3, batch_size=16, lr=0.1, nc_every=0, amp=amp,
+                     progress=False)
+    return net, hist
+
+
+def test_amp_is_float32_where_bf16_is_not_native(monkeypatch):
+    """amp=True on a device without bf16 products in hardware is exactly the float32 run."""
+    import ncbook.train._loop as loop
+
+    monkeypatch.setattr(loop, "native_bf16", lambda device=None: False)
+    (a, ha), (b, hb) = _amp_run(True), _amp_run(False)
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(va, vb), ka
+    assert ha["train_loss"] == hb["train_loss"]
+
+
+def test_amp_uses_bf16_products_and_keeps_float32_state(monkeypatch):
+    """Where bf16 is native, amp changes the products (so the run differs a little) but not the state."""
+    import ncbook.train._loop as loop
+
+    monkeypatch.setattr(loop, "native_bf16", lambda device=None: True)  # CPU autocast runs anywhere, slowly
+    seen = []
+    hook = torch.nn.modules.module.register_module_forward_hook(
+        lambda mod, inp, out: seen.append(out.dtype) if isinstance(mod, torch.nn.Linear) else None)
+    try:
+        (a, ha), (b, hb) = _amp_run(True), _amp_run(False)
+    finally:
+        hook.remove()
+    assert torch.bfloat16 in seen and torch.float32 in seen
+    assert all(v.dtype in (torch.float32, torch.int64) for v in a.state_dict().values())
+    diff = max(float((va - vb).abs().max()) for va, vb in zip(a.state_dict().values(), b.state_dict().values()))
+    assert 0 < diff < 0.1
+    assert ha["train_loss"][-1] == pytest.approx(hb["train_loss"][-1], rel=0.05)
+
+
+def test_native_bf16_answers_per_device():
+    from ncbook import native_bf16
+
+    assert native_bf16("meta") is False
+    assert isinstance(native_bf16("cpu"), bool)
+    if not torch.cuda.is_available():
+        assert native_bf16("cuda") is False

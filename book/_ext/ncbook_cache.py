@@ -20,6 +20,15 @@ Two pages depend on more than their own code:
 * the pages in :data:`FORCE` (the reproduction page, which reads those records) are executed on
   every read (``ncbook_order`` re-reads it whenever another page is re-read).
 
+Chapters execute side by side. myst-nb executes a notebook while Sphinx reads it, one page after
+another, and most chapters use one core. Before the read (``env-before-read-docs``) this extension
+finds the chapters whose code has no cached run, executes them in a pool of
+``$NCBOOK_BUILD_WORKERS`` (default: the usable cores) with jupyter-cache's own execution function and
+adds each executed notebook to the cache exactly as myst-nb would; the read then takes them from the
+cache. A chapter that fails here is left out of the cache, so myst-nb executes it again during the
+read and reports the error as usual. The pages in :data:`FORCE` are left to the read (they run
+after every chapter). ``NCBOOK_BUILD_WORKERS=1`` turns this off.
+
 When the offline assets of ``tools/vendor_assets.sh`` are missing (no Node.js on the machine),
 MathJax and the widget scripts fall back to the default online copies instead of pointing at
 files that are not there.
@@ -30,8 +39,11 @@ Registered in ``_config.yml`` under ``sphinx: local_extensions``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
@@ -124,6 +136,93 @@ def force_execution(app, docname: str, source: list[str]) -> None:
         source[0] = "---\nmystnb:\n  execution_mode: force\n" + text[len("---\n"):]
 
 
+def build_workers() -> int:
+    """Chapters executed at once: ``$NCBOOK_BUILD_WORKERS``, else the usable cores."""
+    value = os.environ.get("NCBOOK_BUILD_WORKERS")
+    if value is not None:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"NCBOOK_BUILD_WORKERS must be a positive integer; got {value!r}.")
+        return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _stale_notebooks(env, docnames, cache) -> list:
+    """``(docname, path, notebook, read format)`` of every page read as a notebook with no cached run."""
+    from myst_nb.core.read import create_nb_reader
+
+    stale = []
+    for doc in docnames:
+        if doc in FORCE:
+            continue
+        path = Path(env.doc2path(doc))
+        text = path.read_text(encoding="utf-8")
+        reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
+        if reader is None:
+            continue
+        notebook = reader.read(text)
+        try:
+            cache.match_cache_notebook(notebook)
+        except KeyError:
+            stale.append((doc, path, notebook, reader.read_fmt))
+    return stale
+
+
+def _execute(item, timeout, allow_errors) -> tuple[BaseException | None, float]:
+    """Execute one notebook in place in its own folder (as myst-nb does); its error (or None) and seconds."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    _, path, notebook, _ = item
+    try:
+        result = single_nb_execution(notebook, cwd=str(path.parent), timeout=timeout, allow_errors=allow_errors,
+                                     meta_override=True)
+    except Exception as err:  # a dead or missing kernel: the read executes it again and reports it
+        return err, 0.0
+    return result.err, result.time
+
+
+def execute_side_by_side(app, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: execute the chapters with no cached run in a pool; cache what succeeds."""
+    config = env.mystnb_config
+    workers = build_workers()
+    if config.execution_mode != "cache" or workers < 2:
+        return
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(config.execution_cache_path)
+    stale = _stale_notebooks(env, docnames, cache)
+    if len(stale) < 2:
+        return  # one chapter: the read executes it at the same speed
+    timings_path = cache_base(Path(app.srcdir)) / "timings.json"
+    try:
+        timings = json.loads(timings_path.read_text())
+    except (OSError, ValueError):
+        timings = {}
+    stale.sort(key=lambda item: -timings.get(item[0], 0.0))  # longest first, from the last build here
+    print(f"ncbook_cache: executing {len(stale)} chapters side by side, {workers} at a time")
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda item: _execute(item, config.execution_timeout, config.execution_allow_errors),
+                                stale))
+    for (doc, path, notebook, read_fmt), (err, seconds) in zip(stale, results):
+        if err is not None:
+            last = str(err).strip().splitlines()[-1:] or [""]
+            print(f"ncbook_cache: {doc}: failed side by side ({type(err).__name__}: {last[0][:300]}); "
+                  f"it executes again while it is read")
+            continue
+        record = cache.add_nb_to_project(str(path), read_data=read_fmt) if read_fmt else cache.add_nb_to_project(str(path))
+        cache.cache_notebook_bundle(CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
+                                    check_validity=False, overwrite=True)
+        timings[doc] = round(seconds, 1)
+        print(f"ncbook_cache: {doc}: executed side by side in {seconds:.2f} seconds")
+    print(f"ncbook_cache: {len(stale)} chapters executed in {time.perf_counter() - start:.1f} s of wall time")
+    timings_path.parent.mkdir(parents=True, exist_ok=True)
+    timings_path.write_text(json.dumps(timings, indent=1, sort_keys=True))
+
+
 def save_claims(app, exception) -> None:
     """``build-finished``: keep the claim records next to the cached notebooks that wrote them."""
     pair = getattr(app, "ncbook_claims", None)
@@ -134,5 +233,6 @@ def save_claims(app, exception) -> None:
 def setup(app):
     app.connect("config-inited", configure)
     app.connect("source-read", force_execution)
+    app.connect("env-before-read-docs", execute_side_by_side)
     app.connect("build-finished", save_claims)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
