@@ -78,7 +78,8 @@ def native_bf16(device: str | torch.device | None = None) -> bool:
     Returns
     -------
     bool
-        CUDA: ``torch.cuda.is_bf16_supported()`` (compute capability 8.0 and later). CPU: the
+        CUDA: ``torch.cuda.is_bf16_supported(including_emulation=False)`` (compute capability 8.0
+        and later; a T4 answers False). CPU: the
         AVX512-BF16 or AMX instructions, from PyTorch's CPU feature probe. Any other device: False.
 
     Examples
@@ -88,7 +89,7 @@ def native_bf16(device: str | torch.device | None = None) -> bool:
     """
     device = default_device() if device is None else torch.device(device)
     if device.type == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == "cpu":
         probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # private probes: absent means no
         return any(getattr(torch.cpu, name, lambda: False)() for name in probes)

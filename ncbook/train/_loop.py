@@ -271,8 +271,8 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
         Mixed precision: bf16 autocast of the training forward pass where the device multiplies
         bf16 matrices in hardware (:func:`ncbook.native_bf16`: CUDA from compute capability 8.0,
         CPUs with AVX512-BF16 or AMX; on such a CPU a training step of the digits MLP is about
-        twice as fast); float32 elsewhere. Weights, optimiser state, the loss value, its
-        gradient's accumulation and every evaluation stay float32.
+        twice as fast); float32 elsewhere. Weights, gradients, optimiser state, the loss and every
+        evaluation stay float32.
     progress : bool
         A ``tqdm.auto`` bar over epochs.
     callback : callable, optional
