@@ -111,6 +111,9 @@ def test_results_round_trip(tmp_path):
     [rec] = book.load_results(tmp_path, "nc_primer")
     assert rec["metrics"] == {"acc": 0.5, "per_class": [pytest.approx(0.1), None]}
     assert rec["config"] == {"lr": 0.1} and rec["seed"] == 1
+    from ncbook import native_bf16
+
+    assert rec["bf16_native"] is native_bf16()  # the precision amp=True trained in, with the device
     assert book.load_results(tmp_path / "nothing") == []
     book.record_claim(tmp_path, chapter="nc_primer", claim="c", ours=1.0, setting="s", profile="quick",
                        tolerance={"above": 0})

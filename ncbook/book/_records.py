@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from ..profiles import native_bf16
+
 __all__ = ["save_result", "load_results", "device_name", "record_claim", "load_claims", "claim_verdict",
            "describe_tolerance"]
 
@@ -43,6 +45,10 @@ def _plain(value: Any) -> Any:
 def save_result(folder: str | Path, *, chapter: str, setting: str, seed: int, metrics: dict, wall_seconds: float,
                 config: dict | None = None) -> Path:
     """Write one run's result as ``<folder>/<chapter>/<setting>-seed<seed>.json``.
+
+    Besides the arguments the record holds the device, ``bf16_native`` (whether it multiplies bf16
+    matrices in hardware, so that ``fit(amp=True)`` trained with bf16 products: see
+    :func:`ncbook.native_bf16`), the torch version and the date.
 
     Parameters
     ----------
@@ -73,7 +79,8 @@ def save_result(folder: str | Path, *, chapter: str, setting: str, seed: int, me
             raise ValueError(f"{name} must be letters, digits, '-', '_' or '.'; got {value!r}.")
     record = {
         "chapter": chapter, "setting": setting, "seed": int(seed), "metrics": _plain(metrics),
-        "wall_seconds": float(wall_seconds), "device": device_name(), "torch": torch.__version__,
+        "wall_seconds": float(wall_seconds), "device": device_name(), "bf16_native": native_bf16(),
+        "torch": torch.__version__,
         "date": _dt.date.today().isoformat(), "config": _plain(config or {}),
     }
     path = Path(folder) / chapter / f"{setting}-seed{int(seed)}.json"
