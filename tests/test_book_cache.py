@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from jupyter_cache import get_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -104,7 +105,6 @@ def _notebook(path: Path, code: str) -> None:
 
 def test_stale_chapters_execute_side_by_side_into_the_cache(tmp_path, monkeypatch):
     """Two chapters overlap in time, both land in the cache; a failing one and a forced page do not."""
-    from jupyter_cache import get_cache
     from myst_nb.core.config import NbParserConfig
     from myst_parser.config.main import MdParserConfig
 
@@ -126,7 +126,11 @@ def test_stale_chapters_execute_side_by_side_into_the_cache(tmp_path, monkeypatc
     assert not (tmp_path / "book" / "never.txt").exists()  # the reproduction page is left to the read
     cache = get_cache(str(folder))
     stale = ncbook_cache._stale_notebooks(env, ["a", "b", "bad"], cache)
-    assert [doc for doc, *_ in stale] == ["bad"]  # a and b are served from the cache; bad executes at the read
+    assert [item.doc for item in stale] == ["bad"]  # a and b are served from the cache; bad executes at the read
+    # an incremental build reads the failed page (and the reproduction page) again, not the cached ones
+    env.all_docs, env.found_docs = {"a": 0, "b": 0, "bad": 0}, {"a", "b", "bad", "book/reproduction"}
+    assert ncbook_cache.reread_uncached(None, env, set(), set(), set()) == ["bad", "book/reproduction"]
+    assert ncbook_cache.reread_uncached(None, env, set(), {"bad"}, set()) == []  # already read again
     timings = (tmp_path / "base" / "timings.json").read_text()
     assert '"a"' in timings and '"bad"' not in timings
 
@@ -139,3 +143,24 @@ def test_build_workers_reads_the_variable(monkeypatch):
     monkeypatch.setenv("NCBOOK_BUILD_WORKERS", "two")
     with pytest.raises(ValueError, match="NCBOOK_BUILD_WORKERS must be a positive integer; got 'two'"):
         ncbook_cache.build_workers()
+
+
+def test_chapters_side_by_side_run_their_comparisons_in_their_own_process(tmp_path, monkeypatch):
+    """Kernels started side by side see NCBOOK_WORKERS=1; the build's own environment is left as it was."""
+    from myst_nb.core.config import NbParserConfig
+    from myst_parser.config.main import MdParserConfig
+
+    code = "import os, pathlib; pathlib.Path('{0}.txt').write_text(os.environ.get('NCBOOK_WORKERS', 'unset'))"
+    for name in ("a", "b"):
+        _notebook(tmp_path / f"{name}.md", ("def run_parallel():\n    pass\n" if name == "b" else "") + code.format(name))
+    config = NbParserConfig(execution_mode="cache", execution_cache_path=str(tmp_path / "cache"), execution_timeout=60)
+    env = SimpleNamespace(doc2path=lambda doc: str(tmp_path / f"{doc}.md"), myst_config=MdParserConfig(),
+                          mystnb_config=config)
+    monkeypatch.setenv("NCBOOK_EXECUTION_CACHE", str(tmp_path / "base"))
+    monkeypatch.setenv("NCBOOK_BUILD_WORKERS", "2")
+    monkeypatch.setenv("NCBOOK_WORKERS", "5")
+    stale = ncbook_cache._stale_notebooks(env, ["a", "b"], get_cache(str(tmp_path / "cache")))
+    assert [(item.doc, item.comparison) for item in stale] == [("a", False), ("b", True)]
+    ncbook_cache.execute_side_by_side(SimpleNamespace(srcdir=str(tmp_path)), env, ["a", "b"])
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text() == "1"
+    assert os.environ["NCBOOK_WORKERS"] == "5"

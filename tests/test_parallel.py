@@ -194,3 +194,17 @@ def test_run_parallel_order_errors_and_arguments():
         train.run_parallel(mul, configs, workers=0)
     with pytest.raises(ValueError, match="threads_per_worker must be an integer >= 1"):
         train.run_parallel(mul, configs, threads_per_worker=0)
+
+
+def test_ncbook_workers_sets_the_default_worker_count(monkeypatch):
+    """NCBOOK_WORKERS=1 (what the book build gives chapters it runs side by side) runs here, in order."""
+    import os
+
+    monkeypatch.setenv("NCBOOK_WORKERS", "1")
+    pid = lambda i: (i, os.getpid())  # noqa: E731
+    assert train.run_parallel(pid, [{"i": i} for i in range(3)]) == [(i, os.getpid()) for i in range(3)]
+    monkeypatch.setenv("NCBOOK_WORKERS", "2")
+    assert {p for _, p in train.run_parallel(pid, [{"i": i} for i in range(4)])} != {os.getpid()}
+    monkeypatch.setenv("NCBOOK_WORKERS", "0")
+    with pytest.raises(ValueError, match="NCBOOK_WORKERS must be a positive integer"):
+        train.run_parallel(pid, [{"i": 0}, {"i": 1}])

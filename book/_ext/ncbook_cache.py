@@ -22,12 +22,17 @@ Two pages depend on more than their own code:
 
 Chapters execute side by side. myst-nb executes a notebook while Sphinx reads it, one page after
 another, and most chapters use one core. Before the read (``env-before-read-docs``) this extension
-finds the chapters whose code has no cached run, executes them in a pool of
-``$NCBOOK_BUILD_WORKERS`` (default: the usable cores) with jupyter-cache's own execution function and
-adds each executed notebook to the cache exactly as myst-nb would; the read then takes them from the
-cache. A chapter that fails here is left out of the cache, so myst-nb executes it again during the
-read and reports the error as usual. The pages in :data:`FORCE` are left to the read (they run
-after every chapter). ``NCBOOK_BUILD_WORKERS=1`` turns this off.
+finds the chapters whose code has no cached run and executes them with jupyter-cache's own
+execution function, ``$NCBOOK_BUILD_WORKERS`` at a time (default: the usable cores); since the
+chapters then fill the cores, their kernels get ``NCBOOK_WORKERS=1`` (each comparison runs in its
+chapter's own process: the same numbers, see ``ncbook.train.run_parallel``). Each executed notebook
+goes into the cache exactly as myst-nb would put it there, and the read takes it from the cache. A chapter that fails here is left out of the cache, so myst-nb executes it again
+during the read and reports the error as usual. The pages in :data:`FORCE` are left to the read
+(they run after every chapter). ``NCBOOK_BUILD_WORKERS=1`` turns this off.
+
+A page with no cached run is read again in every incremental build (``env-get-outdated``), even if
+its file did not change: a page whose execution failed is never cached, so ``-W`` fails every
+build until the cell is mended, not only the first.
 
 When the offline assets of ``tools/vendor_assets.sh`` are missing (no Node.js on the machine),
 MathJax and the widget scripts fall back to the default online copies instead of pointing at
@@ -41,13 +46,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 FORCE = ("book/reproduction",)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes in tracebacks
 LIBRARIES = ("numpy", "scipy", "torch", "cvxpy", "scikit-learn")
 VENDOR = Path("book") / "_vendor"
 
@@ -137,7 +146,7 @@ def force_execution(app, docname: str, source: list[str]) -> None:
 
 
 def build_workers() -> int:
-    """Chapters executed at once: ``$NCBOOK_BUILD_WORKERS``, else the usable cores."""
+    """Cores the build may fill with chapters: ``$NCBOOK_BUILD_WORKERS``, else the usable cores."""
     value = os.environ.get("NCBOOK_BUILD_WORKERS")
     if value is not None:
         if not value.isdigit() or int(value) < 1:
@@ -149,8 +158,19 @@ def build_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _stale_notebooks(env, docnames, cache) -> list:
-    """``(docname, path, notebook, read format)`` of every page read as a notebook with no cached run."""
+@dataclass
+class Stale:
+    """A page read as a notebook whose code has no run in the cache."""
+
+    doc: str
+    path: Path
+    notebook: Any
+    read_fmt: dict | None
+    comparison: bool = False  # its code calls run_parallel: independent runs, the long chapters
+
+
+def _stale_notebooks(env, docnames, cache) -> list[Stale]:
+    """Every page in ``docnames`` (but :data:`FORCE`) read as a notebook with no cached run."""
     from myst_nb.core.read import create_nb_reader
 
     stale = []
@@ -166,25 +186,31 @@ def _stale_notebooks(env, docnames, cache) -> list:
         try:
             cache.match_cache_notebook(notebook)
         except KeyError:
-            stale.append((doc, path, notebook, reader.read_fmt))
+            comparison = any(c.cell_type == "code" and "run_parallel(" in c.source for c in notebook.cells)
+            stale.append(Stale(doc, path, notebook, reader.read_fmt, comparison))
     return stale
 
 
-def _execute(item, timeout, allow_errors) -> tuple[BaseException | None, float]:
+def _execute(item: Stale, timeout, allow_errors) -> tuple[BaseException | None, float]:
     """Execute one notebook in place in its own folder (as myst-nb does); its error (or None) and seconds."""
     from jupyter_cache.executors.utils import single_nb_execution
 
-    _, path, notebook, _ = item
     try:
-        result = single_nb_execution(notebook, cwd=str(path.parent), timeout=timeout, allow_errors=allow_errors,
-                                     meta_override=True)
+        result = single_nb_execution(item.notebook, cwd=str(item.path.parent), timeout=timeout,
+                                     allow_errors=allow_errors, meta_override=True)
     except Exception as err:  # a dead or missing kernel: the read executes it again and reports it
         return err, 0.0
     return result.err, result.time
 
 
 def execute_side_by_side(app, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: execute the chapters with no cached run in a pool; cache what succeeds."""
+    """``env-before-read-docs``: execute the chapters with no cached run side by side; cache what succeeds.
+
+    One chapter per core. The chapters fill the cores, so their kernels see ``NCBOOK_WORKERS=1``
+    and run their comparisons (``run_parallel``) in their own process, with the same numbers. The
+    comparisons go first (the longest chapters), then the longest first from the last build's
+    timings when there are any.
+    """
     config = env.mystnb_config
     workers = build_workers()
     if config.execution_mode != "cache" or workers < 2:
@@ -195,32 +221,59 @@ def execute_side_by_side(app, env, docnames: list[str]) -> None:
     cache = get_cache(config.execution_cache_path)
     stale = _stale_notebooks(env, docnames, cache)
     if len(stale) < 2:
-        return  # one chapter: the read executes it at the same speed
+        return  # one chapter: the read executes it at the same speed, its comparisons over every core
     timings_path = cache_base(Path(app.srcdir)) / "timings.json"
     try:
         timings = json.loads(timings_path.read_text())
     except (OSError, ValueError):
         timings = {}
-    stale.sort(key=lambda item: -timings.get(item[0], 0.0))  # longest first, from the last build here
+    stale.sort(key=lambda item: (not item.comparison, -timings.get(item.doc, 0.0)))
     print(f"ncbook_cache: executing {len(stale)} chapters side by side, {workers} at a time")
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda item: _execute(item, config.execution_timeout, config.execution_allow_errors),
-                                stale))
-    for (doc, path, notebook, read_fmt), (err, seconds) in zip(stale, results):
-        if err is not None:
-            last = str(err).strip().splitlines()[-1:] or [""]
-            print(f"ncbook_cache: {doc}: failed side by side ({type(err).__name__}: {last[0][:300]}); "
-                  f"it executes again while it is read")
-            continue
-        record = cache.add_nb_to_project(str(path), read_data=read_fmt) if read_fmt else cache.add_nb_to_project(str(path))
-        cache.cache_notebook_bundle(CacheBundleIn(notebook, record.uri, data={"execution_seconds": seconds}),
-                                    check_validity=False, overwrite=True)
-        timings[doc] = round(seconds, 1)
-        print(f"ncbook_cache: {doc}: executed side by side in {seconds:.2f} seconds")
-    print(f"ncbook_cache: {len(stale)} chapters executed in {time.perf_counter() - start:.1f} s of wall time")
+    start, failed, saved = time.perf_counter(), 0, os.environ.get("NCBOOK_WORKERS")
+    os.environ["NCBOOK_WORKERS"] = "1"  # inherited by the kernels started below
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(_execute, item, config.execution_timeout, config.execution_allow_errors): item
+                       for item in stale}
+            for future in as_completed(futures):  # cache and report each chapter as it finishes
+                item, (err, seconds) = futures[future], future.result()
+                if err is not None:
+                    failed += 1
+                    last = (ANSI.sub("", str(err)).strip().splitlines() or [""])[-1]
+                    print(f"ncbook_cache: {item.doc}: failed side by side ({type(err).__name__}: {last[:300]}); "
+                          f"it executes again while it is read, which reports the error")
+                    continue
+                record = cache.add_nb_to_project(str(item.path), **({"read_data": item.read_fmt} if item.read_fmt else {}))
+                cache.cache_notebook_bundle(CacheBundleIn(item.notebook, record.uri, data={"execution_seconds": seconds}),
+                                            check_validity=False, overwrite=True)
+                timings[item.doc] = round(seconds, 1)
+                print(f"ncbook_cache: {item.doc}: executed side by side in {seconds:.2f} seconds")
+    finally:
+        if saved is None:
+            os.environ.pop("NCBOOK_WORKERS", None)
+        else:
+            os.environ["NCBOOK_WORKERS"] = saved
+    print(f"ncbook_cache: {len(stale) - failed} chapters executed side by side ({failed} failed) in "
+          f"{time.perf_counter() - start:.1f} s of wall time")
     timings_path.parent.mkdir(parents=True, exist_ok=True)
     timings_path.write_text(json.dumps(timings, indent=1, sort_keys=True))
+
+
+def reread_uncached(app, env, added, changed, removed) -> list[str]:
+    """``env-get-outdated``: re-read every notebook page with no cached run, even if its file did not change.
+
+    A failed execution is never cached, so a page that failed in the last build is read (and
+    executed) again: an incremental build with ``-W`` fails as long as a cell fails, as a clean
+    build does.
+    """
+    if env.mystnb_config.execution_mode != "cache":
+        return []
+    from jupyter_cache import get_cache
+
+    known = set(env.all_docs) - added - changed - removed  # pages Sphinx would not read again
+    cache = get_cache(env.mystnb_config.execution_cache_path)
+    again = [item.doc for item in _stale_notebooks(env, sorted(known), cache)]
+    return again + [doc for doc in FORCE if doc in env.found_docs] if again else []
 
 
 def save_claims(app, exception) -> None:
@@ -233,6 +286,7 @@ def save_claims(app, exception) -> None:
 def setup(app):
     app.connect("config-inited", configure)
     app.connect("source-read", force_execution)
+    app.connect("env-get-outdated", reread_uncached)
     app.connect("env-before-read-docs", execute_side_by_side)
     app.connect("build-finished", save_claims)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -30,6 +30,12 @@ GPU_WORKERS = 8  # processes sharing one GPU by default (each holds a CUDA conte
 
 
 def _default_workers() -> int:
+    """``$NCBOOK_WORKERS`` if set, else the usable cores (at most ``GPU_WORKERS`` with CUDA)."""
+    value = os.environ.get("NCBOOK_WORKERS", "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"NCBOOK_WORKERS must be a positive integer (processes per comparison); got {value!r}.")
+        return int(value)
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -55,9 +61,11 @@ def run_parallel(fn: Callable, configs: Sequence[dict], *, workers: int | None =
     configs : sequence of dict
         Keyword arguments of each run (e.g. a loss factory and a seed).
     workers : int, optional
-        Processes at once; defaults to ``min(len(configs), usable cores)``, at most
-        ``GPU_WORKERS`` (8) when CUDA is available. ``1`` runs in this process, one after
-        another, with this process's thread setting: the reference.
+        Processes at once; defaults to ``min(len(configs), $NCBOOK_WORKERS)`` or, without that
+        variable, ``min(len(configs), usable cores)``, at most ``GPU_WORKERS`` (8) when CUDA is
+        available. ``1`` runs in this process, one after another, with this process's thread
+        setting: the reference. (The book build sets ``NCBOOK_WORKERS=1`` for chapters it executes
+        side by side, since the chapters already fill the cores.)
     threads_per_worker : int
         ``torch.set_num_threads`` in each worker (one thread per core avoids oversubscribing;
         it also makes a worker's float results equal those of a one-thread run alone).
@@ -69,7 +77,7 @@ def run_parallel(fn: Callable, configs: Sequence[dict], *, workers: int | None =
     Raises
     ------
     ValueError
-        If ``workers`` or ``threads_per_worker`` is below 1. An exception raised by a run
+        If ``workers``, ``threads_per_worker`` or ``$NCBOOK_WORKERS`` is below 1. An exception raised by a run
         is raised here (with the worker's traceback).
 
     Examples
