@@ -31,7 +31,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ncbook import data, losses, models, native_bf16, reweighting, train
+from ncbook import data, losses, models, native_bf16, reweighting, train, usable_cores
 
 N_MAX, IMBALANCE, BATCH, LR, WD, REPEAT = 124, 50, 128, 0.05, 5e-3, 8
 
@@ -112,7 +112,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     seeds = list(range(args.seeds))
-    workers = args.workers or len(os.sched_getaffinity(0))
+    workers = args.workers or usable_cores()
     t_a, names, acc_a, cpu_a = timed(configs(args.steps, seeds, lazy_eval=False, amp=False), workers=1)
     t_b, _, acc_b, cpu_b = timed(configs(args.steps, seeds, lazy_eval=True, amp=False), workers=workers)
     t_c, _, acc_c, cpu_c = timed(configs(args.steps, seeds, lazy_eval=True, amp=True), workers=workers)

@@ -16,6 +16,7 @@ from .profiles import native_bf16
 from .profiles import profile
 from .profiles import results_dir
 from .profiles import scale
+from .profiles import usable_cores
 
 __version__ = "0.1.0"
 
@@ -29,4 +30,5 @@ __all__ = [
     "profile",
     "results_dir",
     "scale",
+    "usable_cores",
 ]

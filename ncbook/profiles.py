@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-__all__ = ["profile", "scale", "default_device", "native_bf16", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
+__all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
 
 PROFILES = ("quick", "full")
 SCALES = ("paper", "smoke")
@@ -96,6 +96,20 @@ def native_bf16(device: str | torch.device | None = None) -> bool:
         probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # private probes: absent means no
         return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
     return False
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity on Linux, else the machine's count).
+
+    Examples
+    --------
+    >>> usable_cores() >= 1
+    True
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def data_root() -> str:

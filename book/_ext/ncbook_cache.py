@@ -152,10 +152,9 @@ def build_workers() -> int:
         if not value.isdigit() or int(value) < 1:
             raise ValueError(f"NCBOOK_BUILD_WORKERS must be a positive integer; got {value!r}.")
         return int(value)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    from ncbook import usable_cores
+
+    return usable_cores()
 
 
 @dataclass

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
+from ..profiles import usable_cores
 from ._loop import History, evaluate, fit
 
 __all__ = ["fit_run", "run_parallel"]
@@ -36,10 +37,7 @@ def _default_workers() -> int:
         if not value.isdigit() or int(value) < 1:
             raise ValueError(f"NCBOOK_WORKERS must be a positive integer (processes per comparison); got {value!r}.")
         return int(value)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     return min(cores, GPU_WORKERS) if torch.cuda.is_available() else cores
 
 
