@@ -118,7 +118,7 @@ def main() -> None:
         for doc, how, sec in re.findall(r"([\w/.-]+): (Executed notebook|executed side by side) in ([\d.]+) seconds", log):
             where = "side by side" if how.startswith("executed") else "while read"
             print(f"    {Path(doc).stem:20s} {float(sec):7.1f} s executed {where}")
-        for line in re.findall(r"ncbook_cache: \d+ chapters executed in [\d.]+ s of wall time", log):
+        for line in re.findall(r"ncbook_cache: \d+ chapters executed side by side \(\d+ failed\) in [\d.]+ s of wall time", log):
             print(f"    {line.removeprefix('ncbook_cache: ')}")
         print(f"{'clean jupyter-book build':24s} {seconds:7.1f} s  ratio to the {BOOK_TARGET_S:.0f} s target: "
               f"{seconds / BOOK_TARGET_S:.2f}")

@@ -79,8 +79,8 @@ def native_bf16(device: str | torch.device | None = None) -> bool:
     -------
     bool
         CUDA: ``torch.cuda.is_bf16_supported(including_emulation=False)`` (compute capability 8.0
-        and later; a T4 answers False). CPU: the
-        AVX512-BF16 or AMX instructions, from PyTorch's CPU feature probe. Any other device: False.
+        and later; a T4 answers False). CPU: the AVX512-BF16 or AMX instructions, from PyTorch's
+        CPU feature probe. Any other device: False.
 
     Examples
     --------

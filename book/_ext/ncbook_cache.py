@@ -26,8 +26,9 @@ finds the chapters whose code has no cached run and executes them with jupyter-c
 execution function, ``$NCBOOK_BUILD_WORKERS`` at a time (default: the usable cores); since the
 chapters then fill the cores, their kernels get ``NCBOOK_WORKERS=1`` (each comparison runs in its
 chapter's own process: the same numbers, see ``ncbook.train.run_parallel``). Each executed notebook
-goes into the cache exactly as myst-nb would put it there, and the read takes it from the cache. A chapter that fails here is left out of the cache, so myst-nb executes it again
-during the read and reports the error as usual. The pages in :data:`FORCE` are left to the read
+goes into the cache exactly as myst-nb would put it there, and the read takes it from the cache. A
+chapter that fails here is left out of the cache, so myst-nb executes it again during the read and
+reports the error as usual. The pages in :data:`FORCE` are left to the read
 (they run after every chapter). ``NCBOOK_BUILD_WORKERS=1`` turns this off.
 
 A page with no cached run is read again in every incremental build (``env-get-outdated``), even if
