@@ -273,6 +273,259 @@ glue("v", 1.0 / 3)
     assert "The value is 0.33 and" in fill(show[0].source.split('r"""')[1].split('"""')[0])
 
 
+# --------------------------------------------------------------------------- notebooks that read as notebooks
+MARKED = HEADER + textwrap.dedent('''
+    # A marked chapter
+
+    ```{only} html
+    On this page the figure is precomputed.
+    ```
+
+    ```{only} notebook
+    In this notebook the figure is live.
+    ```
+
+    ```{only} not student
+    The answer of the exercise is 42.
+    ```
+
+    ```{code-cell} ipython3
+    :tags: [remove-input]
+
+    import importlib.util, os, subprocess, sys
+    if importlib.util.find_spec("ncbook") is None:
+        target = os.environ.get("NCBOOK_PIP_TARGET", "ncbook")
+    ```
+
+    ```{code-cell} ipython3
+    :tags: [remove-cell]
+
+    import random
+    from ncbook.book import glue
+    random.seed(0)  # a generator's repr would show
+    ```
+
+    ```{code-cell} ipython3
+    u = 2.0
+    glue("u", u)
+    ```
+
+    Before the value.
+
+    The value is {glue:text}`u:.2f` and the
+    sentence goes on after it.
+
+    After the value.
+
+    Quoted too early: {glue:text}`v:.2f`.
+
+    ```{code-cell} ipython3
+    v = 1.0 / 3
+    glue("v", v)
+    ```
+
+    ```{code-cell} ipython3
+    glue("never_quoted", 2.0)
+    glue("also_never", 3.0)
+    ```
+
+    ```{code-cell} ipython3
+    glue("w", 0.5)
+    glue(f"acc_{1}", 0.25)
+    ```
+
+    Here {glue:text}`w` and {glue:text}`acc_1` are quoted after their cell.
+
+    ```{literalinclude} ../pkg/mod.py
+    :pyobject: secret_formula
+    :class: answer-ex-marked-1
+    ```
+
+    ```{literalinclude} ../pkg/mod.py
+    :pyobject: harmless
+    ```
+
+    ```{code-cell} ipython3
+    :tags: [answer-ex-marked-1]
+
+    def secret_by_hand(x):
+        """The formula by hand."""
+        return 3 * x + 1
+    ```
+
+    ```{exercise}
+    :label: ex-marked-1
+    :class: implement
+
+    Write `formula(x)`.
+    ```
+
+    ````{solution-start} ex-marked-1
+    :class: dropdown
+    ````
+
+    ```{code-cell} ipython3
+    :tags: [solution]
+
+    def formula(x):
+        return 3 * x + 1
+    ```
+
+    ```{solution-end}
+    ```
+
+    ```{code-cell} ipython3
+    check_formula(formula)
+    ```
+    ''')
+
+
+def _marked_repo(tmp_path: Path, chapter: str = MARKED) -> Path:
+    root = _make_repo(tmp_path, chapter)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "mod.py").write_text(
+        "def secret_formula(x):\n    return 3 * x + 1  # SECRET-BODY\n\n\ndef harmless(x):\n    return x  # PUBLIC-BODY\n")
+    return root
+
+
+def _texts(nb) -> tuple[str, list]:
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return markdown, [c for c in nb.cells if c.cell_type == "code"]
+
+
+@pytest.fixture()
+def marked(tmp_path):
+    root = _marked_repo(tmp_path)
+    md = root / "book" / "tiny.md"
+    return root, sn.colab_notebook(md, root=root), sn.student_notebook(md, root=root)
+
+
+def test_only_blocks_pick_the_notebook_wording(marked):
+    _, colab, student = marked
+    for nb in (colab, student):
+        text, _ = _texts(nb)
+        assert "On this page" not in text and "In this notebook the figure is live." in text
+        assert "{only}" not in text
+    assert "The answer of the exercise is 42." in _texts(colab)[0]
+    assert "The answer of the exercise is 42." not in _texts(student)[0]      # {only} not student
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("```{only} html\n$$\nx\n$$ (eq-inside)\n```\n", "holds a label"),
+    ("````{only} notebook\n```{prf:remark} R\n:label: rem-inside\nText.\n```\n````\n", "holds a label"),
+    ("```{only}\nNo expression.\n```\n", "needs a tag expression"),
+])
+def test_only_blocks_refuse_labels_and_empty_expressions(tmp_path, bad, match):
+    root = _make_repo(tmp_path, CHAPTER.replace("After the exercises.", bad))
+    with pytest.raises(ValueError, match=match):
+        sn.colab_notebook(root / "book" / "tiny.md", root=root)
+
+
+def test_bookkeeping_cells_are_hidden_and_silenced(marked):
+    _, colab, _ = marked
+    _, code = _texts(colab)
+    install = next(c for c in code if "NCBOOK_PIP_TARGET" in c.source)
+    assert "cellView" not in install.metadata and "jupyter" not in install.metadata     # the install cell stays visible
+    setup = next(c for c in code if "random.seed(0)" in c.source)
+    assert setup.metadata["cellView"] == "form" and setup.metadata["jupyter"]["source_hidden"] is True
+    assert setup.source.startswith(sn.SETUP_TITLE + "\n")
+    assert "random.seed(0);  # a generator's repr would show" in setup.source       # `;` before the comment
+    shown = {c.source.strip() for c in code}
+    assert not any("never_quoted" in s for s in shown)            # glue-only, quoted nowhere: dropped
+    kept = next(c for c in code if 'glue("w", 0.5)' in c.source)   # glue-only, quoted (one key by its f-string)
+    assert kept.metadata["cellView"] == "form" and kept.source.startswith(sn.BOOKKEEPING_TITLE)
+    quoting = next(c for c in code if 'glue("v", v)' in c.source)
+    assert "cellView" not in quoting.metadata                       # a cell that computes is content
+    assert "glue_keys" not in json.dumps([c.metadata for c in colab.cells])
+
+
+def test_glued_paragraph_stays_whole_and_in_place(marked, tmp_path):
+    root, colab, _ = marked
+    sources = [(c.cell_type, c.source) for c in colab.cells]
+    i = next(k for k, (t, s) in enumerate(sources) if t == "code" and "{{u:.2f}}" in s)
+    template = sources[i][1]
+    assert "The value is {{u:.2f}} and the\nsentence goes on after it." in template   # one paragraph, whole
+    assert "Before the value." not in template and "After the value." not in template
+    assert 'glue("u", u)' in sources[i - 2][1]
+    assert sources[i - 1][0] == "markdown" and sources[i - 1][1].endswith("Before the value.")
+    assert sources[i + 1][0] == "markdown" and sources[i + 1][1].startswith("After the value.")
+    show = colab.cells[i]
+    assert show.metadata["cellView"] == "form" and show.metadata["jupyter"]["source_hidden"] is True
+    # a value glued only by a later cell: the paragraph moves after that cell, and forward_glues says so
+    late = next(k for k, (t, s) in enumerate(sources) if t == "code" and "{{v:.2f}}" in s)
+    assert any('glue("v", v)' in s for _, s in sources[:late])
+    assert sn.forward_glues(root / "book" / "tiny.md", root=root) == [("Quoted too early: {{v:.2f}}.", ["v"])]
+
+
+def test_a_sentence_running_through_an_equation_stays_one_glued_unit(tmp_path):
+    chapter = CHAPTER.replace("After the exercises.", """Measured {glue:text}`v:.1f`, with the
+
+$$
+\\rho = 1
+$$
+
+`rho` of the package. Next paragraph.
+
+## A heading
+
+Plain text.
+""").replace("# A tiny chapter\n", "# A tiny chapter\n\n```{code-cell} ipython3\nv = 1\nglue(\"v\", v)\n```\n")
+    root = _make_repo(tmp_path, chapter)
+    nb = sn.colab_notebook(root / "book" / "tiny.md", root=root)
+    show = next(c.source for c in nb.cells if c.cell_type == "code" and "{{v:.1f}}" in c.source)
+    assert "with the\n\n$$\n\\rho = 1\n$$\n\n`rho` of the package. Next paragraph." in show
+    assert "A heading" not in show and "Plain text." not in show
+    assert sn._sentence_groups(["Ends here.", "next starts low"]) == ["Ends here.", "next starts low"]
+    assert sn._sentence_groups(["## Title", "lower text"]) == ["## Title", "lower text"]
+
+
+def test_answer_listing_is_withheld_in_the_student_notebook(marked):
+    _, colab, student = marked
+    assert "SECRET-BODY" in _texts(colab)[0]                            # the Colab notebook keeps the listing
+    text, code = _texts(student)
+    assert "SECRET-BODY" not in text and "def secret_formula" not in text
+    assert "PUBLIC-BODY" in text                                        # an unmarked listing stays
+    assert "`secret_formula` of `pkg.mod`" in text and "Exercise 1.1" in text
+    withheld = next(c for c in code if c.metadata.get("ncbook", {}).get("role") == "withheld")
+    assert withheld.metadata["ncbook"]["answers"] == "ex-marked-1" and "3 * x + 1" not in withheld.source
+    assert "def secret_by_hand(x):" in withheld.source
+    namespace: dict = {}
+    exec(withheld.source, namespace)
+    with pytest.raises(NotImplementedError, match="withheld: the answer of exercise ex-marked-1"):
+        namespace["secret_by_hand"](1)
+    assert any("def secret_by_hand" in c.source and "3 * x + 1" in c.source for c in _texts(colab)[1])
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda t: t.replace(":class: answer-ex-marked-1", ":class: answer-ex-typo"), "names no exercise"),
+    (lambda t: t.replace('    return 3 * x + 1\n```\n\n```{exercise}',
+                         '    return 3 * x + 1\n\nDATA = [1, 2]\n```\n\n```{exercise}'), "nothing else"),
+    (lambda t: t + "\n```{code-cell} ipython3\nprint(secret_by_hand(2))\n```\n", "a later cell uses"),
+])
+def test_answer_markers_are_checked(tmp_path, change, match):
+    root = _marked_repo(tmp_path, change(MARKED))
+    with pytest.raises(ValueError, match=match):
+        sn.student_notebook(root / "book" / "tiny.md", root=root)
+
+
+def test_answer_markers_are_listed(marked):
+    root, _, _ = marked
+    found = sn.answer_markers(root / "book" / "tiny.md")
+    assert found == {"ex-marked-1": ["listing: ../pkg/mod.py:secret_formula", "cell: def secret_by_hand(x):"]}
+
+
+def test_the_book_build_silences_progress_bars(monkeypatch):
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import ncbook_cache
+
+    monkeypatch.setenv(ncbook_cache.PROGRESS_ENV, "1")
+    ncbook_cache.quiet_progress(None, None)
+    assert __import__("os").environ["NCBOOK_PROGRESS"] == "0"
+    registered = []
+    ncbook_cache.setup(type("App", (), {"connect": lambda self, ev, fn: registered.append((ev, fn.__name__))})())
+    assert ("config-inited", "quiet_progress") in registered       # before any kernel starts
+
+
 # --------------------------------------------------------------------------- the committed notebooks
 MYST = re.compile(r"\{glue|\{prf:|\{cite|\{eq\}|\{doc\}|\{ref\}|\{numref\}|^```+\{|:label:", re.M)
 COMMITTED = sorted((ROOT / "student").glob("*.ipynb")) + [p.with_suffix(".ipynb") for p in sn.toc_chapters(ROOT)]
@@ -323,3 +576,111 @@ def test_glue_returns_nothing_and_show_fills_a_template(monkeypatch):
                       "text/plain": "Accuracy 0.91 on $C = 10$ classes; 0.91234"}]
     with pytest.raises(KeyError, match="nothing glued under 'never_glued'"):
         book.fill("{{never_glued}}")
+
+
+# --------------------------------------------------------------------------- the committed notebooks read as notebooks
+BOOK_NOTEBOOKS = [p.with_suffix(".ipynb") for p in sn.toc_chapters(ROOT)]
+# text that only makes sense on the HTML page, and paths of the checkout a lone notebook does not have
+HTML_ONLY = re.compile(r"\b(?:this page|in this build|rocket|the HTML|where no kernel runs)\b", re.I)
+CHECKOUT = re.compile(r"(?<![\w.:/-])(?:\.\./|benchmarks/|results/|tools/|\.ci/|_toc\.yml)")
+URL = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+# Not yet a notebook: the reproduction page reads ../_toc.yml and speaks of "this page" (issue 24, item 6,
+# makes it run in Colab). Remove its entry when that lands: the tests then pass and must.
+NOT_YET_A_NOTEBOOK = {"reproduction": "reads ../_toc.yml and the checkout's results (issue 24, item 6)"}
+
+
+def _not_yet(path: Path):
+    reason = NOT_YET_A_NOTEBOOK.get(path.stem) if path.parent.name == "book" else None
+    return pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else path
+
+
+def _reader_texts(nb: dict) -> list[tuple[str, str]]:
+    """(cell id, text a reader sees): Markdown cells and the sentences of glued-paragraph cells."""
+    out = []
+    for c in nb["cells"]:
+        source = "".join(c["source"])
+        if c["cell_type"] == "markdown":
+            out.append((c["id"], source))
+        elif c["metadata"].get("ncbook", {}).get("role") == "glue":
+            out.append((c["id"], source.split('r"""', 1)[1].rsplit('"""', 1)[0]))
+    return out
+
+
+def _hidden(cell: dict) -> bool:
+    meta = cell["metadata"]
+    return meta.get("cellView") == "form" and meta.get("jupyter", {}).get("source_hidden") is True
+
+
+@pytest.mark.parametrize("path", [_not_yet(p) for p in COMMITTED], ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_no_html_only_text_and_no_checkout_path(path):
+    nb = json.loads(path.read_text())
+    found = []
+    for cid, text in _reader_texts(nb):
+        plain = URL.sub("", text)
+        found += [(cid, m.group(0)) for m in HTML_ONLY.finditer(plain)]
+        found += [(cid, m.group(0)) for m in CHECKOUT.finditer(plain)]
+    assert not found, f"{path.name}: text for the HTML page or the checkout in a notebook: {found[:6]}"
+
+
+@pytest.mark.parametrize("path", [_not_yet(p) for p in BOOK_NOTEBOOKS], ids=lambda p: p.stem)
+def test_no_code_reads_the_checkout(path):
+    import ast
+
+    found = []
+    for c in json.loads(path.read_text())["cells"]:
+        if c["cell_type"] == "code":
+            for node in ast.walk(ast.parse("".join(c["source"]))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and CHECKOUT.search(node.value):
+                    found.append((c["id"], node.value[:60]))
+    assert not found, f"{path.name}: code names a file of the checkout: {found}"
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_no_visible_bookkeeping_cell_and_no_visible_template(path):
+    nb = json.loads(path.read_text())
+    visible = []
+    for c in nb["cells"]:
+        if c["cell_type"] != "code" or _hidden(c):
+            continue
+        source = "".join(c["source"])
+        tags = set(c["metadata"].get("tags", []))
+        if "{{" in source:
+            visible.append((c["id"], "a show template"))
+        elif tags & set(sn.BOOKKEEPING_TAGS) and "NCBOOK_PIP_TARGET" not in source:
+            visible.append((c["id"], f"a cell tagged {sorted(tags & set(sn.BOOKKEEPING_TAGS))}"))
+        elif sn._only_glue_calls(source) is not None:
+            visible.append((c["id"], "a glue-only cell"))
+        elif re.search(r"^\s*def put\(|^\s*(CHAPTER_START|T0)\s*=\s*time\.perf_counter\(\)", source, re.M):
+            visible.append((c["id"], "a bookkeeping helper or timer"))
+    assert not visible, f"{path.name}: bookkeeping shown as content: {visible}"
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_glued_sentences_are_whole_paragraphs_of_the_chapter(path):
+    """Each glued cell shows whole sentences: it neither starts nor ends in the middle of one (the
+    paragraph is not cut in two around it, e.g. at a display equation inside a sentence)."""
+    nb = json.loads(path.read_text())
+    for c in nb["cells"]:
+        if c["metadata"].get("ncbook", {}).get("role") != "glue":
+            continue
+        text = "".join(c["source"]).split('r"""', 1)[1].rsplit('"""', 1)[0].strip()
+        assert not text[:1].islower(), f"{path.name} {c['id']}: a glued paragraph starts mid-sentence: {text[:50]!r}"
+        assert re.search(r"[.!?:;][)\]*_\"'’”]*$|\$\$$", text), \
+            f"{path.name} {c['id']}: a glued paragraph ends mid-sentence: {text[-50:]!r}"
+
+
+def test_student_notebooks_print_no_marked_answer():
+    for md in sn.toc_chapters(ROOT):
+        student = ROOT / "student" / f"{md.stem}.ipynb"
+        if not student.exists():
+            continue
+        nb = json.loads(student.read_text())
+        text = "\n".join("".join(c["source"]) for c in nb["cells"])
+        for label, where in sn.answer_markers(md).items():
+            for item in where:
+                kind, _, what = item.partition(": ")
+                if kind == "listing":
+                    obj = what.rsplit(":", 1)[1].split(".")[-1]
+                    assert not re.search(rf"^\s*def {re.escape(obj)}\(", text, re.M), \
+                        f"{student.name}: the listing of {obj} (the answer of {label}) is printed"
+                    assert f"`{what.rsplit(':', 1)[1]}` of `" in text, f"{student.name}: no pointer to {obj}"

@@ -17,9 +17,32 @@ cross-references become text; ``literalinclude`` becomes the listing (read with 
 numbers (``{glue:text}``) becomes a small code cell calling :func:`ncbook.book.show`, whose output
 is the sentence with the numbers of the reader's own run.
 
+Markers a chapter uses for the notebooks (the HTML book ignores them or keeps its own reading):
+
+* ``{only} html`` / ``{only} notebook`` / ``{only} not student`` (Sphinx's ``only`` directive around
+  Markdown): the HTML build defines the builder's tag ``html``; these notebooks evaluate the
+  expression with the tag ``notebook`` (and ``student`` in the student notebook). Text written for
+  the HTML page goes in ``{only} html``, its notebook wording in ``{only} notebook``; prose that
+  gives an exercise's answer away goes in ``{only} not student``. No label (equation, theorem,
+  exercise) inside an ``only`` block: numbers must agree between the book and the notebooks.
+* ``:class: answer-<exercise label>`` on a ``literalinclude`` (a listing that holds the answer of
+  that exercise) and the cell tag ``answer-<exercise label>`` on a code cell that holds it (the
+  cell may only define functions/classes, with imports): the student notebooks withhold them,
+  saying where the reference is and asking for the exercise first; the Colab notebook keeps them.
+* Bookkeeping: cells tagged ``remove-cell``, ``remove-input``, ``hide-input`` or ``hide-cell`` (but the
+  install cell, which stays visible) and cells made only of ``glue``/``put`` calls are hidden in
+  the notebooks as in the book (Colab's form view ``cellView: form`` and Jupyter's
+  ``jupyter.source_hidden``; a last bare expression is silenced with ``;``); a cell made only of
+  ``glue``/``put`` calls whose values no notebook sentence quotes is dropped.
+* A paragraph quoting glued numbers becomes one hidden ``show`` cell at the paragraph's place; if a
+  value is computed only by a later cell the paragraph moves after it (:func:`forward_glues` lists
+  these, for ``tools/check_chapters.py``: a chapter should compute before it quotes).
+
 Cells of the student notebook that belong to an exercise carry the metadata
 ``{"ncbook": {"exercise": "<label>", "role": "stub" | "check" | "answer"}}``; in the Colab notebook
-the solution code cells carry ``"role": "solution"`` and the checks ``"check"``.
+the solution code cells carry ``"role": "solution"`` and the checks ``"check"``. Hidden
+bookkeeping cells carry ``"role": "setup"``, glued paragraphs ``"role": "glue"`` and withheld answer
+cells of the student notebook ``{"role": "withheld", "answers": "<label>"}``.
 
 Why our own converter: sphinx-tojupyter (the Sphinx builder QuantEcon uses) needs a full Sphinx
 build, fills glued numbers with the build's values rather than the reader's, loses the cells that
@@ -28,8 +51,9 @@ the code cells come verbatim from the jupytext source and only the Markdown is c
 well-kept libraries for the parts that have one: jupytext (reading), Sphinx's
 ``LiteralIncludeReader`` (listings, same options as the HTML), pybtex (the bibliography), nbformat.
 
-Public API (also used by the assignment tools): :func:`colab_notebook`, :func:`student_notebook`
-(``md_path -> nbformat.NotebookNode``). The output is deterministic, so CI regenerates and compares::
+Public API (also used by the assignment tools and the chapter checklist): :func:`colab_notebook`,
+:func:`student_notebook` (``md_path -> nbformat.NotebookNode``), :func:`forward_glues`,
+:func:`answer_markers`. The output is deterministic, so CI regenerates and compares::
 
     python3 tools/student_notebooks.py            # (re)write book/<stem>.ipynb and student/<stem>.ipynb
     python3 tools/student_notebooks.py --check    # exit 1 if a file is stale, missing or orphaned
@@ -59,6 +83,19 @@ STUB_TAG = "exercise"
 ANSWER_PROMPT = "**Your answer ({title}).** Write it here."
 STUDENT_LINK = "[Open the exercises in Colab]"
 READER_LINE = 'os.environ["NCBOOK_NOTEBOOK"] = "reader"  # glued numbers are shown by ncbook.book.show'
+NOTEBOOK_TAGS = ("notebook",)              # the tags an ``{only}`` expression sees in the Colab notebook
+STUDENT_TAGS = ("notebook", "student")     # ... and in the student notebook
+ANSWER_PREFIX = "answer-"                  # :class: answer-<label> on a listing, tag answer-<label> on a cell
+BOOKKEEPING_TAGS = ("remove-cell", "remove-input", "hide-input", "hide-cell")
+HIDDEN = {"cellView": "form", "jupyter": {"source_hidden": True}}   # Colab form view, Jupyter collapsed input
+GLUE_TITLE = "#@title Numbers from your run"
+SETUP_TITLE = "#@title Setup (imports and helpers; the code is hidden)"
+BOOKKEEPING_TITLE = "#@title Bookkeeping (numbers for the text; the code is hidden)"
+WITHHELD_LISTING = ("> **Listing withheld in the student notebook.** Here the chapter prints `{obj}` of "
+                    "`{module}`, the reference answer of {title}. Do the exercise first; afterwards the "
+                    "chapter's Colab notebook shows the listing.")
+WITHHELD_CELL = ("# Withheld in the student notebook: the chapter's version of this cell is the answer of "
+                 "{title}.\n# Write it in the exercise first; the chapter's Colab notebook shows it.")
 
 # an autograder call (check_<name>(...) or run_cases(...)): kept even inside a solution
 _CHECK_CALL = re.compile(r"\b(check_\w+|run_cases)\s*\(")
@@ -139,6 +176,24 @@ def _walk_directives(text: str):
             yield from _walk_directives("\n".join(body))
 
 
+def _check_only_blocks(text: str, doc: str) -> None:
+    """An ``{only}`` block holds no label: the book and the notebooks must number alike."""
+    for block in _blocks(text.split("\n")):
+        if block[0] != "directive":
+            continue
+        _, name, arg, options, body, _ = block
+        inner = "\n".join(body)
+        if name == "only":
+            if not arg.strip():
+                raise ValueError(f"{doc}: an {{only}} block needs a tag expression (html, notebook, not student)")
+            labelled = [o.get("label") for _, _, o in _walk_directives(inner) if o.get("label")]
+            equations = [m.group("label") for line in body if (m := _EQ_LABEL.match(line.strip()))]
+            if labelled or equations or re.search(r"^\(.+\)=\s*$", inner, re.M):
+                raise ValueError(f"{doc}: the {{only}} {arg} block holds a label ({(labelled + equations)[:3]}): "
+                                 "move labelled blocks and equations out of it")
+        _check_only_blocks(inner, doc)
+
+
 @lru_cache(maxsize=4)
 def _book(root: Path) -> Book:
     numbers, titles, targets = {}, {}, {}
@@ -156,6 +211,7 @@ def _book(root: Path) -> Book:
         prefix = f"{count}." if numbered else ""
         counters: dict[str, int] = {}
         body = "\n".join(c.source for c in jupytext.reads(text, fmt="md:myst").cells if c.cell_type == "markdown")
+        _check_only_blocks(body, doc)
         for name, arg, options in _walk_directives(body):
             kind = None
             if name.startswith("prf:") and name[4:] in PRF_TITLES and name != "prf:proof":
@@ -281,6 +337,19 @@ class Context:
     doc: str
     student: bool
     cited: list[str] = field(default_factory=list)
+    moves: list[tuple[str, list[str]]] = field(default_factory=list)   # glued paragraphs moved down
+
+    @property
+    def tags(self):
+        from sphinx.util.tags import Tags
+
+        return Tags(list(STUDENT_TAGS if self.student else NOTEBOOK_TAGS))
+
+    def exercise_title(self, label: str) -> str:
+        target = self.book.targets.get(label)
+        if target is None or target.kind != "Exercise" or target.doc != self.doc:
+            raise ValueError(f"{self.doc}: the answer marker {ANSWER_PREFIX}{label} names no exercise of this chapter")
+        return f"Exercise {target.number}"
 
 
 def _role(m: re.Match, ctx: Context) -> str:
@@ -364,7 +433,20 @@ def _convert_lines(lines: list[str], ctx: Context) -> list[str]:
             title = f" ({_inline(arg, ctx)})" if arg else ""
             out += ["", *_quote([f"**{kind}{number}{title}.**", "", *_convert_lines(body, ctx)]), ""]
         elif name == "literalinclude":
-            out += ["", *_literalinclude(arg, options, ctx), ""]
+            answers = _answer_labels(options.get("class", "").split())
+            if ctx.student and answers:
+                obj = options.get("pyobject", Path(arg).name)
+                file = re.sub(r"(^|/)[^/]+/\.\./", r"\1", (Path(ctx.doc).parent / arg).as_posix())
+                module = file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+                titles = " and ".join(ctx.exercise_title(label) for label in answers)
+                out += ["", WITHHELD_LISTING.format(obj=obj, module=module, title=titles), ""]
+            else:
+                for label in answers:
+                    ctx.exercise_title(label)   # a marker must name an exercise of the chapter
+                out += ["", *_literalinclude(arg, options, ctx), ""]
+        elif name == "only":
+            if ctx.tags.eval_condition(arg):
+                out += ["", *_convert_lines(body, ctx), ""]
         elif name == "bibliography":
             refs = sorted(ctx.cited, key=lambda k: (_last_names(ctx.book.bib[k]) or [""])[0].lower()
                           + ctx.book.bib[k].fields.get("year", ""))
@@ -379,9 +461,16 @@ def _convert_lines(lines: list[str], ctx: Context) -> list[str]:
     return out
 
 
+def _answer_labels(tokens) -> list[str]:
+    """Exercise labels named by ``answer-<label>`` tokens (classes of a listing, tags of a cell)."""
+    return [t[len(ANSWER_PREFIX):] for t in tokens if t.startswith(ANSWER_PREFIX) and len(t) > len(ANSWER_PREFIX)]
+
+
 def _convert_text(lines: list[str], ctx: Context) -> list[str]:
     out, in_code = [], False
     for line in lines:
+        if ctx.student and line.startswith(STUDENT_LINK):   # the student notebook does not link to itself
+            continue
         if _FENCE.match(line):
             in_code = not in_code
             out.append(line)
@@ -523,16 +612,143 @@ def _paragraphs(text: str) -> list[str]:
     return paras
 
 
+_TERMINAL = re.compile(r"[.!?:;][)\]*_\"'’”]*$")
+
+
+def _is_display_math(para: str) -> bool:
+    return para.lstrip().startswith("$$")
+
+
+def _open_sentence(para: str, nxt: str) -> bool:
+    """Whether the sentence of ``para`` goes on in ``nxt`` (a display equation inside a sentence)."""
+    first, last = para.lstrip()[:1], para.rstrip()
+    if _is_display_math(para):
+        head = nxt.lstrip()
+        return bool(head) and (head[0].islower() or head[0] in "`,.;" or head.startswith("where"))
+    if not first or first in "#|>-*+`~:" or first.isdigit():
+        return False          # a heading, table, quote, list or fence ends where it ends
+    return not _TERMINAL.search(last) and (_is_display_math(nxt) or nxt.lstrip()[:1].islower())
+
+
+def _sentence_groups(paras: list[str]) -> list[str]:
+    """Paragraphs joined where a sentence runs on through a display equation (one unit for ``show``)."""
+    out: list[str] = []
+    for para in paras:
+        if out and _open_sentence(out[-1].rsplit("\n\n", 1)[-1], para):
+            out[-1] += "\n\n" + para
+        else:
+            out.append(para)
+    return out
+
+
 def _show_cell_source(paragraph: str) -> str:
     template = _GLUE.sub(lambda m: "{{" + m.group("name") + (":" + m.group("spec") if m.group("spec") else "") + "}}",
                          paragraph)
     if '"""' in template:
         raise ValueError(f"a glued paragraph contains triple quotes: {paragraph[:80]!r}")
-    return "#@title Numbers from your run\nfrom ncbook.book import show\nshow(r\"\"\"\n" + template + "\n\"\"\")"
+    return GLUE_TITLE + "\nfrom ncbook.book import show\nshow(r\"\"\"\n" + template + "\n\"\"\")"
 
 
 def _glue_names(paragraph: str) -> list[str]:
     return [m.group("name") for m in _GLUE.finditer(paragraph)]
+
+
+# --------------------------------------------------------------------------- bookkeeping and answer cells
+_GLUE_FUNCS = ("glue", "put")
+
+
+def _glue_call_key(node: ast.AST):
+    """The key of a ``glue(...)``/``put(...)`` call statement (a string, or a regex for an f-string key),
+    ``""`` for a call whose key is not a literal, ``None`` if ``node`` is no such call."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return None
+    func = node.value.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if name not in _GLUE_FUNCS or not node.value.args:
+        return None
+    key = node.value.args[0]
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return key.value
+    if isinstance(key, ast.JoinedStr):
+        parts = [re.escape(v.value) if isinstance(v, ast.Constant) else r"\w+" for v in key.values]
+        return "re:" + "".join(parts)
+    return ""
+
+
+def _only_glue_calls(source: str) -> list[str] | None:
+    """The keys if every statement of ``source`` is a ``glue``/``put`` call, else ``None``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    keys = [_glue_call_key(node) for node in tree.body]
+    return keys if keys and all(k is not None for k in keys) else None
+
+
+def _quoted(key: str, names: set[str]) -> bool:
+    if key == "":
+        return True                      # a computed key: it may be quoted, keep the cell
+    if key.startswith("re:"):
+        return any(re.fullmatch(key[3:], n) for n in names)
+    return key in names
+
+
+def _drop_unquoted_glue(cells: list[Cell]) -> list[Cell]:
+    """Drop the cells made only of glue/put calls whose values no sentence of the notebook quotes."""
+    names = {m.group("name") for c in cells if c.kind == "markdown" for m in _GLUE.finditer(c.source)}
+    out = []
+    for cell in cells:
+        keys = cell.metadata.get("ncbook", {}).pop("glue_keys", None) if cell.kind == "code" else None
+        if keys is not None and not any(_quoted(k, names) for k in keys):
+            continue
+        out.append(cell)
+    return out
+
+
+def _hidden_source(source: str) -> str:
+    """``source`` for a hidden cell: a Colab form title, and a last bare expression silenced with ``;``
+    (the book removes these cells' outputs; a notebook would show e.g. a generator's repr)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = None
+    if tree is not None and tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        lines = source.split("\n")
+        raw = lines[last.end_lineno - 1].encode()
+        col = last.end_col_offset
+        if not raw[col:].lstrip().startswith(b";"):
+            lines[last.end_lineno - 1] = (raw[:col] + b";" + raw[col:]).decode()
+            source = "\n".join(lines)
+    if source.lstrip().startswith("#@title"):
+        return source
+    has_import = tree is not None and any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
+    return (SETUP_TITLE if has_import else BOOKKEEPING_TITLE) + "\n" + source
+
+
+def _check_answer_cell(source: str, doc: str, label: str) -> None:
+    """A cell tagged ``answer-<label>`` may hold only imports and definitions (its stub replaces it)."""
+    tree = ast.parse(source)
+    allowed = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    other = [n for n in tree.body if not isinstance(n, allowed)
+             and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if other or not _defines(source):
+        raise ValueError(f"{doc}: the cell tagged {ANSWER_PREFIX}{label} must define the answer's functions or "
+                         f"classes and nothing else (line {other[0].lineno if other else 1} does more): put "
+                         "the data and the checks that use it in a cell of their own")
+
+
+def _defined_names(source: str) -> set[str]:
+    tree = ast.parse(source)
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _used_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -590,8 +806,6 @@ def _markdown_pieces(text: str, ctx: Context, state: dict) -> list[Cell]:
                 state["text"] = True
             continue
         if block[0] == "text":
-            if ctx.student:   # the student notebook does not link to itself
-                lines = [line for line in lines if not line.startswith(STUDENT_LINK)]
             buffer.extend(lines)
         else:
             _, name, arg, options, body, fence = block
@@ -601,7 +815,7 @@ def _markdown_pieces(text: str, ctx: Context, state: dict) -> list[Cell]:
     return out
 
 
-def _split_glue(cells: list[Cell]) -> list[Cell]:
+def _split_glue(cells: list[Cell], ctx: Context | None = None) -> list[Cell]:
     """Markdown cells whose paragraphs quote glued values: those paragraphs become ``show`` cells."""
     out: list[Cell] = []
     for cell in cells:
@@ -609,19 +823,19 @@ def _split_glue(cells: list[Cell]) -> list[Cell]:
             out.append(cell)
             continue
         text: list[str] = []
-        for para in _paragraphs(cell.source):
+        for para in _sentence_groups(_paragraphs(cell.source)):
             if "\x00" in para:
                 if text:
                     out.append(Cell("markdown", "\n\n".join(text), cell.metadata))
                     text = []
                 out.append(Cell("code", _show_cell_source(para),
-                                {"cellView": "form", "jupyter": {"source_hidden": True},
-                                 "tags": ["hide-input"], "ncbook": {"role": "glue", "names": _glue_names(para)}}))
+                                {**copy.deepcopy(HIDDEN), "tags": ["hide-input"],
+                                 "ncbook": {"role": "glue", "names": _glue_names(para)}}))
             else:
                 text.append(para)
         if text:
             out.append(Cell("markdown", "\n\n".join(text), cell.metadata))
-    return _after_their_values(out)
+    return _after_their_values(out, ctx.moves if ctx is not None else None)
 
 
 def _glues_literally(source: str, name: str) -> bool:
@@ -638,11 +852,12 @@ def _glues_by_pattern(source: str, name: str) -> bool:
     return False
 
 
-def _after_their_values(cells: list[Cell]) -> list[Cell]:
+def _after_their_values(cells: list[Cell], moves: list | None = None) -> list[Cell]:
     """Move each ``show`` cell after the code cell that glues its last missing value, if it precedes it.
 
     A key is found where a code cell names it literally; an f-string key (``glue(f"acc_{k}", ...)``)
-    counts only for keys that no later cell names literally.
+    counts only for keys that no later cell names literally. Each move is appended to ``moves`` as
+    ``(first words of the paragraph, the names glued only later)``.
     """
     cells = list(cells)
     plain = lambda c: c.kind == "code" and c.metadata.get("ncbook", {}).get("role") != "glue"  # noqa: E731
@@ -653,17 +868,23 @@ def _after_their_values(cells: list[Cell]) -> list[Cell]:
         if names and id(cell) not in moved:
             before = [c.source for c in cells[:i] if plain(c)]
             after = [(j, c.source) for j, c in enumerate(cells) if j > i and plain(c)]
-            target = -1
+            target, late = -1, []
             for n in names:
                 if any(_glues_literally(src, n) for src in before):
                     continue
                 literal = [j for j, src in after if _glues_literally(src, n)]
                 if literal:
                     target = max(target, literal[0])
+                    late.append(n)
                 elif not any(_glues_by_pattern(src, n) for src in before):
                     pattern = [j for j, src in after if _glues_by_pattern(src, n)]
-                    target = max(target, pattern[0]) if pattern else target
+                    if pattern:
+                        target = max(target, pattern[0])
+                        late.append(n)
             if target > i:
+                if moves is not None:
+                    text = cell.source.split('r"""', 1)[-1].rsplit('"""', 1)[0].strip()
+                    moves.append((" ".join(text.split()[:12]), late))
                 moved.add(id(cell))
                 cells.insert(target + 1, cell)
                 del cells[i]
@@ -674,14 +895,15 @@ def _after_their_values(cells: list[Cell]) -> list[Cell]:
     return cells
 
 
-def _reader_cells(md_path: Path, student: bool, root: Path) -> tuple[list[Cell], dict]:
+def _reader_cells(md_path: Path, student: bool, root: Path, ctx: Context | None = None) -> tuple[list[Cell], dict]:
     md_path = Path(md_path).resolve()
     book = _book(root)
     doc = md_path.relative_to(root).with_suffix("").as_posix()
-    ctx = Context(book, doc, student)
+    ctx = ctx or Context(book, doc, student)
     nb = jupytext.read(md_path)
     state = {"inside": None, "text": False, "exercise": None}
     cells: list[Cell] = []
+    withheld: set[str] = set()     # names defined by withheld answer cells (student notebook)
     for cell in nb.cells:
         tags = list(cell.metadata.get("tags", []))
         if cell.cell_type == "markdown":
@@ -692,12 +914,33 @@ def _reader_cells(md_path: Path, student: bool, root: Path) -> tuple[list[Cell],
         source = cell.source
         if _RECORDS_CLAIMS.search(source):
             continue  # the book's reproduction records: a reader's run must not write them
-        if "NCBOOK_PIP_TARGET" in source and READER_LINE not in source:
+        install = "NCBOOK_PIP_TARGET" in source
+        if install and READER_LINE not in source:
             source = source.rstrip("\n") + "\n" + READER_LINE
         meta = {"tags": tags} if tags else {}
         label = state["inside"] or state["exercise"]
         is_check = bool(_CHECK_CALL.search(source))
         in_solution = "solution" in tags or (state["inside"] is not None and not is_check)
+        answers = _answer_labels(tags)
+        if answers:
+            if in_solution or is_check:
+                raise ValueError(f"{doc}: a cell tagged {ANSWER_PREFIX}{answers[0]} is part of an exercise; "
+                                 "the tag marks a cell of the chapter that holds an exercise's answer")
+            titles = " and ".join(ctx.exercise_title(a) for a in answers)
+            if student:
+                _check_answer_cell(source, doc, answers[0])
+                withheld.update(_defined_names(source))
+                stub = stub_code(source, answers[0]).replace(
+                    f'"exercise: {answers[0]}"', f'"withheld: the answer of exercise {answers[0]}"')
+                cells.append(Cell("code", WITHHELD_CELL.format(title=titles) + "\n" + stub,
+                                  {"tags": tags, "ncbook": {"role": "withheld", "answers": answers[0]}}))
+                continue
+        if student and withheld and not in_solution:
+            used = sorted(withheld & _used_names(source))
+            if used:
+                raise ValueError(f"{doc}: a later cell uses {used}, withheld in the student notebook as an "
+                                 f"exercise's answer; it would stop Run-all there: {source[:80]!r}")
+        glue_keys = None if install else _only_glue_calls(source)
         if student and in_solution:
             tags = [t for t in tags if t != "solution"] + ([STUB_TAG] if STUB_TAG not in tags else [])
             role = "stub" if _defines(source) else "answer"
@@ -707,11 +950,17 @@ def _reader_cells(md_path: Path, student: bool, root: Path) -> tuple[list[Cell],
             cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "solution")}))
         elif is_check and label:
             cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "check")}))
+        elif not install and (set(tags) & set(BOOKKEEPING_TAGS) or glue_keys is not None):
+            hidden = {**meta, **copy.deepcopy(HIDDEN), "ncbook": {"role": "setup"}}
+            if glue_keys is not None:
+                hidden["ncbook"]["glue_keys"] = glue_keys   # dropped below if no sentence quotes them
+            cells.append(Cell("code", _hidden_source(source), hidden))
         else:
             cells.append(Cell("code", source, meta))
     if state["inside"] is not None:
         raise ValueError(f"{{solution-start}} {state['inside']} has no {{solution-end}}")
-    cells = _split_glue(cells)
+    cells = _drop_unquoted_glue(cells)
+    cells = _split_glue(cells, ctx)
     metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                 "language_info": {"name": "python"},
                 "ncbook": {("student_version_of" if student else "reader_version_of"): md_path.relative_to(root).as_posix(),
@@ -738,6 +987,34 @@ def colab_notebook(md_path: Path | str, root: Path = ROOT) -> nbformat.NotebookN
 def student_notebook(md_path: Path | str, root: Path = ROOT) -> nbformat.NotebookNode:
     """The student notebook of the chapter ``md_path``: solutions stubbed, exercise cells tagged."""
     return _notebook(*_reader_cells(Path(md_path), True, root))
+
+
+def forward_glues(md_path: Path | str, root: Path = ROOT) -> list[tuple[str, list[str]]]:
+    """Paragraphs of the chapter that quote a glued value computed only by a later cell.
+
+    The notebooks move such a paragraph after that cell, away from where the chapter put it. Returns
+    ``(first words of the paragraph, the late names)`` per moved paragraph (empty: none).
+    """
+    md_path = Path(md_path).resolve()
+    book = _book(root)
+    ctx = Context(book, md_path.relative_to(root).with_suffix("").as_posix(), False)
+    _reader_cells(md_path, False, root, ctx)
+    return list(ctx.moves)
+
+
+def answer_markers(md_path: Path | str) -> dict[str, list[str]]:
+    """``answer-<label>`` markers of a chapter: listings (``file:object``) and tagged cells, by label."""
+    out: dict[str, list[str]] = {}
+    for cell in jupytext.read(Path(md_path)).cells:
+        if cell.cell_type == "code":
+            for label in _answer_labels(cell.metadata.get("tags", [])):
+                out.setdefault(label, []).append("cell: " + cell.source.strip().split("\n")[0][:60])
+        elif cell.cell_type == "markdown":
+            for name, arg, options in _walk_directives(cell.source):
+                if name == "literalinclude":
+                    for label in _answer_labels(options.get("class", "").split()):
+                        out.setdefault(label, []).append(f"listing: {arg}:{options.get('pyobject', '')}")
+    return out
 
 
 def notebook_text(nb: nbformat.NotebookNode) -> str:

@@ -35,6 +35,10 @@ A page with no cached run is read again in every incremental build (``env-get-ou
 its file did not change: a page whose execution failed is never cached, so ``-W`` fails every
 build until the cell is mended, not only the first.
 
+Every kernel of the build (side by side before the read, or started by myst-nb while it reads a
+page) gets ``NCBOOK_PROGRESS=0``: a page shows no progress bars (``ncbook.profiles.show_progress()``
+reads it), while the same cells run in a notebook show them.
+
 When the offline assets of ``tools/vendor_assets.sh`` are missing (no Node.js on the machine),
 MathJax and the widget scripts fall back to the default online copies instead of pointing at
 files that are not there.
@@ -57,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 FORCE = ("book/reproduction",)
+PROGRESS_ENV = "NCBOOK_PROGRESS"  # "0": ncbook.profiles.show_progress() is False (no tqdm bars in the pages)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes in tracebacks
 LIBRARIES = ("numpy", "scipy", "torch", "cvxpy", "scikit-learn")
 VENDOR = Path("book") / "_vendor"
@@ -126,6 +131,11 @@ def configure(app, config) -> None:
     app.ncbook_claims = (root / "results" / "claims" / profile, folder / "claims")
     restored = _copy_json(folder / "claims", root / "results" / "claims" / profile)
     print(f"ncbook_cache: execution cache {folder} (profile {profile}); {restored} claim records restored")
+
+
+def quiet_progress(app, config) -> None:
+    """``config-inited``: ``NCBOOK_PROGRESS=0`` for every kernel of the build (no progress bars on a page)."""
+    os.environ[PROGRESS_ENV] = "0"
 
 
 def _online_assets(config) -> None:
@@ -230,7 +240,7 @@ def execute_side_by_side(app, env, docnames: list[str]) -> None:
     stale.sort(key=lambda item: (not item.comparison, -timings.get(item.doc, 0.0)))
     print(f"ncbook_cache: executing {len(stale)} chapters side by side, {workers} at a time")
     start, failed, saved = time.perf_counter(), 0, os.environ.get("NCBOOK_WORKERS")
-    os.environ["NCBOOK_WORKERS"] = "1"  # inherited by the kernels started below
+    os.environ["NCBOOK_WORKERS"] = "1"  # inherited by the kernels started below (and NCBOOK_PROGRESS=0: quiet_progress)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(_execute, item, config.execution_timeout, config.execution_allow_errors): item
@@ -285,6 +295,7 @@ def save_claims(app, exception) -> None:
 
 def setup(app):
     app.connect("config-inited", configure)
+    app.connect("config-inited", quiet_progress)
     app.connect("source-read", force_execution)
     app.connect("env-get-outdated", reread_uncached)
     app.connect("env-before-read-docs", execute_side_by_side)
