@@ -439,6 +439,14 @@ def test_bookkeeping_cells_are_hidden_and_silenced(marked):
     assert "glue_keys" not in json.dumps([c.metadata for c in colab.cells])
 
 
+def test_a_hidden_cell_whose_output_the_book_shows_keeps_it(tmp_path):
+    chapter = CHAPTER.replace("After the exercises.", "```{code-cell} ipython3\n:tags: [remove-input]\n\ntable = 3\ntable\n```\n")
+    root = _make_repo(tmp_path, chapter)
+    cell = next(c for c in sn.colab_notebook(root / "book" / "tiny.md", root=root).cells if "table = 3" in c.source)
+    assert cell.metadata["cellView"] == "form" and cell.source.startswith(sn.OUTPUT_TITLE)
+    assert cell.source.rstrip().endswith("\ntable")           # not silenced: the book shows this value
+
+
 def test_glued_paragraph_stays_whole_and_in_place(marked, tmp_path):
     root, colab, _ = marked
     sources = [(c.cell_type, c.source) for c in colab.cells]

@@ -91,6 +91,7 @@ HIDDEN = {"cellView": "form", "jupyter": {"source_hidden": True}}   # Colab form
 GLUE_TITLE = "#@title Numbers from your run"
 SETUP_TITLE = "#@title Setup (imports and helpers; the code is hidden)"
 BOOKKEEPING_TITLE = "#@title Bookkeeping (numbers for the text; the code is hidden)"
+OUTPUT_TITLE = "#@title Code hidden, as in the book (its output follows)"
 WITHHELD_LISTING = ("> **Listing withheld in the student notebook.** Here the chapter prints `{obj}` of "
                     "`{module}`, the reference answer of {title}. Do the exercise first; afterwards the "
                     "chapter's Colab notebook shows the listing.")
@@ -705,14 +706,17 @@ def _drop_unquoted_glue(cells: list[Cell]) -> list[Cell]:
     return out
 
 
-def _hidden_source(source: str) -> str:
+def _hidden_source(source: str, tags=()) -> str:
     """``source`` for a hidden cell: a Colab form title, and a last bare expression silenced with ``;``
-    (the book removes these cells' outputs; a notebook would show e.g. a generator's repr)."""
+    (the book removes a ``remove-cell`` cell's output; a notebook would show e.g. a generator's repr).
+    A cell whose output the book shows (``remove-input``, ``hide-input``) keeps every output, its last
+    expression's value included."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         tree = None
-    if tree is not None and tree.body and isinstance(tree.body[-1], ast.Expr):
+    shows_output = bool(set(tags) & {"remove-input", "hide-input"})   # the book shows this cell's output
+    if tree is not None and tree.body and isinstance(tree.body[-1], ast.Expr) and not shows_output:
         last = tree.body[-1]
         lines = source.split("\n")
         raw = lines[last.end_lineno - 1].encode()
@@ -722,6 +726,8 @@ def _hidden_source(source: str) -> str:
             source = "\n".join(lines)
     if source.lstrip().startswith("#@title"):
         return source
+    if shows_output:
+        return OUTPUT_TITLE + "\n" + source
     has_import = tree is not None and any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
     return (SETUP_TITLE if has_import else BOOKKEEPING_TITLE) + "\n" + source
 
@@ -954,7 +960,7 @@ def _reader_cells(md_path: Path, student: bool, root: Path, ctx: Context | None 
             hidden = {**meta, **copy.deepcopy(HIDDEN), "ncbook": {"role": "setup"}}
             if glue_keys is not None:
                 hidden["ncbook"]["glue_keys"] = glue_keys   # dropped below if no sentence quotes them
-            cells.append(Cell("code", _hidden_source(source), hidden))
+            cells.append(Cell("code", _hidden_source(source, tags), hidden))
         else:
             cells.append(Cell("code", source, meta))
     if state["inside"] is not None:

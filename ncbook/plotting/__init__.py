@@ -9,6 +9,7 @@ from ._core import metric_curves
 from ._core import new_axes
 from ._core import per_class_bars
 from ._dgp import lambda_min_curve
+from ._intro import course_map
 from ._dgp import procrustes_scatter
 from ._reweighting import class_loss_curves
 from ._reweighting import grouped_bars
@@ -25,6 +26,7 @@ from ._seli import step_counts
 __all__ = [
     "class_means_circle",
     "collapse_curves",
+    "course_map",
     "geometry_2d",
     "gram_heatmap",
     "gram_panels",
