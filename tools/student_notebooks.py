@@ -32,10 +32,12 @@ Markers a chapter uses for the notebooks (the HTML book ignores them or keeps it
 * Bookkeeping: cells tagged ``remove-cell``, ``remove-input``, ``hide-input`` or ``hide-cell`` (but the
   install cell, which stays visible) and cells made only of ``glue``/``put`` calls are hidden in
   the notebooks as in the book (Colab's form view ``cellView: form`` and Jupyter's
-  ``jupyter.source_hidden``; a last bare expression is silenced with ``;``); a cell made only of
-  ``glue``/``put`` calls whose values no notebook sentence quotes is dropped.
-* A paragraph quoting glued numbers becomes one hidden ``show`` cell at the paragraph's place; if a
-  value is computed only by a later cell the paragraph moves after it (:func:`forward_glues` lists
+  ``jupyter.source_hidden``; in a cell whose output the book removes, a last bare expression is
+  silenced with ``;``); a cell made only of ``glue``/``put`` calls whose values no notebook sentence
+  quotes is dropped.
+* A paragraph quoting glued numbers becomes one hidden ``show`` cell at the paragraph's place (a
+  sentence that runs on through a display equation stays one unit); if a value is computed only by
+  a later cell the paragraph moves after it (:func:`forward_glues` lists
   these, for ``tools/check_chapters.py``: a chapter should compute before it quotes).
 
 Cells of the student notebook that belong to an exercise carry the metadata
