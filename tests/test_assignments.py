@@ -42,6 +42,7 @@ from ncbook.exercises._core import (Outcome, collect, pack_cases, pack_outcomes,
 
 CHAPTERS = ["nc_primer", "seli", "contrastive_imbalance", "weighted_contrastive", "inverse_reweighting", "mr2_margins"]
 GRADED = ["nc_primer", "seli", "contrastive_imbalance"]
+CI_BUDGET_S = 300  # one chapter's folder of 12 notebooks, 2 at a time on 2 cores (measured: see the CI log)
 
 # chapter -> (question with a planted mistake, text in the solutions, the mistake)
 PLANTED = {
@@ -597,14 +598,14 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
     before = _snapshot(*watched)
 
     log: list[str] = []
-    limits = tool.Limits(notebook_timeout=150, cell_timeout=10, harvest_timeout=90)
+    limits = tool.Limits(notebook_timeout=150, cell_timeout=20, harvest_timeout=90)
     start = time.monotonic()
     rows = tool.grade(chapter, subs, out, secret=secret, build_dir=build, limits=limits, jobs=2, log=log.append)
     seconds = time.monotonic() - start
     stated = int(re.search(r"at most (\d+) s", log[0]).group(1))
     print(f"\n{chapter}: {len(rows)} notebooks graded in {seconds:.0f} s (stated bound {stated} s)\n"
           + "\n".join(log) + "\n" + scores.read_text())
-    assert seconds < stated
+    assert seconds < min(stated, CI_BUDGET_S), f"the batch took {seconds:.0f} s"
 
     # the CSV, written by a process that never ran a submission, cannot change afterwards
     digest = hashlib.sha256(scores.read_bytes()).hexdigest()

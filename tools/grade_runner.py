@@ -81,7 +81,7 @@ class Runner:
             self.nb, timeout=job["cell_timeout"], kernel_name="python3", allow_errors=True,
             interrupt_on_timeout=True, iopub_timeout=5, raise_on_iopub_timeout=False, startup_timeout=120,
             error_on_timeout={"ename": "CellTimeout", "evalue": "the cell ran past its time limit", "traceback": []},
-            resources={"metadata": {"path": os.getcwd()}}, record_timing=False)
+            resources={"metadata": {"path": os.getcwd()}}, record_timing=False, shutdown_kernel="immediate")
 
     def send(self, event: dict) -> None:
         self.channel.write(json.dumps(event) + "\n")
@@ -112,35 +112,36 @@ class Runner:
         self.nb.cells.pop()
         return state == "ok"
 
-    def notebook(self) -> bool:
-        """Run every code cell; True while the kernel can still harvest."""
+    def notebook(self, skip: set[int], deadline: float) -> tuple[str, int] | None:
+        """Run every code cell but those in ``skip``: None, or ("stuck" | "died", index of the cell)."""
         job = self.job
-        deadline = time.monotonic() + job["notebook_timeout"]
-        cells = list(enumerate(self.nb.cells))
-        for index, cell in cells:
+        for index, cell in enumerate(self.nb.cells):
             if cell.cell_type != "code":
+                continue
+            if index in skip:
+                cell.outputs, cell.execution_count = [], None
                 continue
             left = deadline - time.monotonic()
             if left < 1:
                 self.problems.append(f"notebook time limit ({job['notebook_timeout']} s) reached before cell {index}")
-                return True
+                return None
             state = self._run(cell, index, min(job["cell_timeout"], left))
             if state == "dead":
                 self.problems.append(f"the kernel died in cell {index} (memory limit {job['memory'] >> 20} MiB, "
                                      "or a crash)")
-                return False
+                return "died", index
             if state == "timeout":
                 limit = "cell" if job["cell_timeout"] <= left else "notebook"
                 self.problems.append(f"cell {index} stopped at the {limit} time limit "
                                      f"({int(min(job['cell_timeout'], left))} s)")
                 if not self._alive():
-                    self.problems.append("the kernel did not stop after an interrupt")
-                    return False
+                    self.problems.append(f"the kernel did not stop after an interrupt in cell {index}")
+                    return "stuck", index
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "error" and out.get("ename") not in ("NotImplementedError", "CellTimeout",
                                                                                  "KeyboardInterrupt"):
                     self.problems.append(f"cell {index} raised {str(out.get('ename'))[:60]}")
-        return True
+        return None
 
     def harvest(self) -> None:
         import nbformat
@@ -181,20 +182,30 @@ def main() -> int:
         os.dup2(devnull, fd)
     _limits(job["memory"], job.get("file_size", 1 << 30))
     started = time.monotonic()
+    deadline = started + job["notebook_timeout"]
     runner = Runner(job, channel)
+    skip: set[int] = set()
     try:
-        with runner.client.setup_kernel():
-            alive = runner.notebook()
-            _trim(runner.nb)
-            runner.send({"event": "notebook", "notebook": runner.nb})  # before any hidden case is on disk
-            if alive:
-                runner.harvest()
-            else:
-                for i in range(len(job["harvest"])):
-                    runner.send({"event": "outcomes", "index": i, "error": "kernel stopped"})
+        for attempt in range(3):
+            with runner.client.setup_kernel():
+                lost = runner.notebook(skip, deadline)
+                if lost is not None and attempt < 2 and deadline - time.monotonic() > 5:
+                    # the kernel is gone or deaf: a fresh one runs the notebook again without that cell
+                    runner.problems.append(f"ran the notebook again without cell {lost[1]}")
+                    skip.add(lost[1])
+                    continue
+                alive = lost is None
+                _trim(runner.nb)
+                runner.send({"event": "notebook", "notebook": runner.nb})  # before any hidden case is on disk
+                if alive:
+                    runner.harvest()
+                else:
+                    for i in range(len(job["harvest"])):
+                        runner.send({"event": "outcomes", "index": i, "error": "kernel stopped"})
+            break
     except Exception as exc:  # the kernel would not start, or the client failed: say so, never hang
         runner.problems.append(f"the notebook could not run ({type(exc).__name__}: {str(exc)[:200]})")
-    runner.send({"event": "done", "problems": runner.problems, "seconds": round(time.monotonic() - started, 1)})
+    runner.send({"event": "done", "problems": list(dict.fromkeys(runner.problems)), "seconds": round(time.monotonic() - started, 1)})
     return 0
 
 
