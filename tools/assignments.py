@@ -57,7 +57,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import importlib.util
 from dataclasses import dataclass, field
@@ -568,7 +567,7 @@ class Limits:
     notebook_timeout: int = 600      # seconds for all its cells
     cell_timeout: int = 300          # seconds for one cell
     harvest_timeout: int = 60        # seconds to apply the functions of one question to its cases
-    memory: int = 4096 << 20         # bytes of address space per process
+    memory: int = 4096 << 20         # bytes of data (heap, arrays, tensors) per process
     folder: int = 512 << 20          # bytes of its private folder (and of its /tmp)
 
     def wall(self, parts: int) -> int:
@@ -860,8 +859,9 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
     paths = sorted(p for p in Path(submissions).glob("*.ipynb") if p.is_file())
     jobs = max(1, jobs or ncbook.usable_cores())
     bound = math.ceil(len(paths) / jobs) * limits.wall(len(grader.parts)) if paths else 0
-    log(f"assignment {build_dir / 'assignment.json'} (chapter {grader.manifest['chapter']}, {len(grader.parts)} "
-        f"autograded parts); {len(paths)} notebooks, {jobs} at a time; at most {bound} s")
+    digest = hashlib.sha256((build_dir / "assignment.json").read_bytes()).hexdigest()[:12]
+    log(f"assignment {build_dir / 'assignment.json'} (sha256 {digest}; chapter {grader.manifest['chapter']}, "
+        f"{len(grader.parts)} autograded parts); {len(paths)} notebooks, {jobs} at a time; at most {bound} s")
     out = Path(out)
     for sub in ("feedback", "executed", "answers"):
         (out / sub).mkdir(parents=True, exist_ok=True)
@@ -952,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--cell-timeout", type=int, default=d.cell_timeout, help="seconds for one cell")
     g.add_argument("--harvest-timeout", type=int, default=d.harvest_timeout,
                    help="seconds to run one question's functions on its cases")
-    g.add_argument("--memory", type=int, default=d.memory >> 20, help="MiB of address space per process")
+    g.add_argument("--memory", type=int, default=d.memory >> 20, help="MiB of memory (heap, arrays) per process")
     g.add_argument("--profile", default=None, help="NCBOOK_PROFILE inside the sandbox (default: yours, else quick)")
     g.add_argument("--no-sandbox", action="store_true",
                    help="run submissions without bubblewrap, with your rights (only for notebooks you trust)")

@@ -45,7 +45,9 @@ def _undumpable() -> None:
 
 
 def _limits(memory: int, file_size: int) -> None:
-    for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size),
+    # RLIMIT_DATA (heap and private mappings: arrays, tensors), not RLIMIT_AS: torch alone maps ~4 GiB of
+    # address space that never becomes memory
+    for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_FSIZE, file_size),
                          (resource.RLIMIT_CORE, 0)):
         if value:
             try:

@@ -37,6 +37,17 @@ Each coding exercise is one :class:`Exercise` in its chapter's module
   calling one, fails.
 * ``points``: (public, hidden) points in the graded assignment, default (1, 1).
 
+Then add the spec to the module's ``EXERCISES`` tuple (``ncbook.exercises.EXERCISES`` collects
+them; ``check_<name>`` must be exported) and, in the chapter, put the check cell after the
+solution: ``from ncbook.exercises import check_sel_matrix`` / ``check_sel_matrix(my_sel_matrix)``.
+The assignment builder reads the question's function name from that call; solution *text* in the
+chapter becomes a written part graded by hand. The student's function must return numbers (anything
+``numpy.asarray`` or a tensor gives as float64); an answer that is a sentence is a written part.
+Keep cases and references cheap (they run for every submission graded) and valid for every draw.
+Tests: the chapter's solution passes and a planted mistake fails with its message
+(``tests/test_exercises_<chapter>.py``); ``tests/test_assignments.py`` runs the solution on the
+hidden cases of several secrets and checks that hidden cases differ from the public ones.
+
 The public check (``check_x(f)`` in the notebook) and the graded hidden cases share this one
 definition; ``tools/assignments.py grade`` calls the student's function on both sets inside a
 sandbox through :func:`harvest`, which writes only the returned numbers, and judges them with
