@@ -11,6 +11,7 @@ its bubblewrap sandbox (see ``GRADED``), and checks every score, file and proces
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import importlib.util
 import json
@@ -319,9 +320,12 @@ def test_a_public_check_holds_no_expected_value_where_the_student_can_read_it():
         def snoop(**kwargs):
             frame = inspect.currentframe().f_back
             while frame is not None:
-                for value in list(frame.f_locals.values()):
+                values = list(frame.f_locals.values())
+                values += [v for c in values if isinstance(c, (list, tuple)) for v in c]  # one level into containers
+                values += [v for c in values if isinstance(c, dict) for v in c.values()]
+                for value in values:
                     if isinstance(value, (np.ndarray, torch.Tensor, float, np.floating)):
-                        seen.append(np.array(value.detach() if isinstance(value, torch.Tensor) else value, dtype=float))
+                        seen.append(tool_to_numpy(value))
                 frame = frame.f_back
             raise NotImplementedError
 
@@ -486,6 +490,13 @@ for path in TARGETS:
         found[path] = sorted(os.listdir(path)) if os.path.isdir(path) else open(path, "rb").read(40).hex()
     except Exception as exc:
         found[path] = type(exc).__name__
+import socket
+try:
+    socket.create_connection(("192.0.2.1", 80), timeout=3).close()  # any address outside the machine
+    found["network"] = "connected"
+except OSError as exc:
+    found["network"] = exc.errno
+found["interfaces"] = sorted(name for _, name in socket.if_nameindex())
 print("READ " + json.dumps(found))
 '''
 
@@ -652,6 +663,7 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
         return json.loads(re.search(rf"^{prefix} (.*)$", text, re.M).group(1))
 
     read = printed("cheat_read", "READ")
+    assert read.pop("interfaces") == ["lo"] and read.pop("network") == errno.ENETUNREACH  # no network at all
     visible = {Path(p).relative_to(Path.home()).parts[0] for p in tool._python_dirs()
                if Path(p).is_relative_to(Path.home())}
     for path, result in read.items():
