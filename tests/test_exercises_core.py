@@ -1,11 +1,13 @@
 """The shared check machinery: non-finite values, readable matrices, signatures, assertions, stubs."""
 
+import io
+
 import numpy as np
 import pytest
 
 import ncbook.exercises as ex
 from ncbook.exercises import CheckResult, run_cases
-from ncbook.exercises._core import compare_arrays, format_array
+from ncbook.exercises._core import collect, compare_arrays, format_array, harvest, pack_cases, unpack_outcomes
 
 CHECKS = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
 
@@ -55,3 +57,57 @@ def test_every_check_names_its_parameters_when_they_do_not_match(check):
 
     res = check(wrong)
     assert not res and "wrong(completely_wrong_name)" in res.message and "rename the parameters" in res.message
+
+
+def test_every_check_is_built_from_one_registered_spec():
+    names = {name.removeprefix("check_") for name in ex.__all__ if name.startswith("check_")}
+    assert names == set(ex.EXERCISES)
+    for name, spec in ex.EXERCISES.items():
+        assert spec.name == name and spec.public_cases(), name
+        assert all(set(case) == set(spec.params) for case in spec.public_cases()), name
+        assert spec.reference is not None or spec.compare is not None, f"{name} has nothing to compare with"
+
+
+def test_the_expected_value_is_computed_after_every_student_call():
+    calls = []
+    spec = ex.Exercise("order", params=("x",), cases=lambda rng: [{"x": 1.0}, {"x": 2.0}],
+                       reference=lambda x: calls.append(("reference", x)) or 2 * x)
+    spec.check(lambda x: calls.append(("student", x)) or 2 * x)
+    assert [who for who, _ in calls] == ["student", "student", "reference", "reference"]
+
+
+def test_the_student_cannot_corrupt_the_inputs_of_the_reference():
+    def in_place(x):
+        x *= 0
+        raise NotImplementedError
+
+    spec = ex.Exercise("copy", params=("x",), cases=lambda rng: [{"x": np.ones(3)}], reference=lambda x: x.sum())
+    cases = spec.public_cases()
+    collect(in_place, cases)
+    assert cases[0]["x"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_harvest_writes_numbers_only_and_the_grader_reads_them_without_pickles(tmp_path):
+    spec = ex.EXERCISES["sel_matrix"]
+    cases = spec.hidden_cases(b"a secret of sixteen bytes")
+    (tmp_path / "in.npz").write_bytes(pack_cases(cases))
+    harvest("sel_matrix", lambda labels, num_classes: np.eye(num_classes)[labels].T - 1 / num_classes,
+            str(tmp_path / "in.npz"), str(tmp_path / "out.npz"))
+    outcomes = unpack_outcomes((tmp_path / "out.npz").read_bytes())
+    assert spec.verdicts(cases, outcomes) == [None] * len(cases)
+    harvest("sel_matrix", None, str(tmp_path / "in.npz"), str(tmp_path / "none.npz"), function="my_sel_matrix")
+    missing = unpack_outcomes((tmp_path / "none.npz").read_bytes())
+    assert missing[0].error == "missing" and "my_sel_matrix" in missing[0].detail
+    buffer = io.BytesIO()  # a forged file: an object array (a pickle) is refused, an integer "result" is no value
+    np.savez(buffer, __meta__=np.frombuffer(b'[{"error": null}]', dtype=np.uint8), o0=np.array([object()]))
+    with pytest.raises(ValueError, match="pickle"):
+        unpack_outcomes(buffer.getvalue())
+    buffer = io.BytesIO()
+    np.savez(buffer, __meta__=np.frombuffer(b'[{"error": null}]', dtype=np.uint8), o0=np.arange(3))
+    assert unpack_outcomes(buffer.getvalue())[0].error == "missing"
+
+
+def test_calling_the_reference_of_the_check_is_refused():
+    spec = ex.EXERCISES["simplex_epsilon"]  # its reference is a private function of the package
+    res = spec.check(lambda num_classes, tau: spec.reference(num_classes, tau))
+    assert not res and "calls" in res.message

@@ -1,47 +1,64 @@
 #!/usr/bin/env python3
-"""Build and grade otter-grader assignments from a chapter's exercises.
+"""Build assignments from a chapter's exercises, and grade a class's notebooks in a sandbox.
 
 ::
 
+    python3 tools/assignments.py secret <file>                    # the instructor's secret (keep it private)
     python3 tools/assignments.py build <chapter> [--out DIR] [--exercises-only]
-    python3 tools/assignments.py grade <chapter> <folder-of-notebooks> [--out scores.csv]
+    python3 tools/assignments.py grade <chapter> <folder-of-notebooks> --secret <file> --out DIR
+                                 [--build DIR] [--jobs N] [--timeout S] [--cell-timeout S] [--memory MiB]
+                                 [--no-sandbox]
 
-``build`` turns the chapter's student notebook (the one generator of ``tools/student_notebooks.py``:
-the same stubs, checks and answer prompts) into an otter-grader *master* notebook and runs
-``otter assign`` on it. For each exercise of the chapter it writes one otter question:
+``build`` turns the chapter's student notebook (the one generator, ``tools/student_notebooks.py``:
+the same stubs, public checks and answer prompts) into an assignment in ``DIR`` (default
+``assignments/build/<chapter>``): ``student/<chapter>.ipynb`` to hand out (a first cell for the
+student's name, the chapter's public checks; it runs in Colab without any other file),
+``solutions/<chapter>.ipynb`` (the same notebook filled in with the chapter's solutions) and
+``assignment.json`` (the questions: the exercise spec, function name and points of each
+autograded part, the points of each written part). Nothing in it is secret. ``--exercises-only``
+keeps the exercises and the earlier code cells they need: a short assignment that grades in seconds.
 
-* a coding exercise (a stub checked by ``ncbook.exercises.check_<name>``) is autograded: a public
-  test ``check_<name>(f).assert_passed()`` and hidden tests from ``assignments/hidden/<chapter>.py``
-  (other inputs, independent formulas; never shipped in the package or the student notebook);
-* an exercise without a check (a written "why" answer, a small experiment) is marked
-  ``manual: true`` for manual grading, with the chapter's solution as the instructor's answer.
+``grade`` runs every ``*.ipynb`` of a folder, each in its own bubblewrap sandbox, side by side over
+the cores. A sandbox sees the system, the Python environment and the ``ncbook`` package, read-only,
+and an empty private folder (its HOME, in memory) — no network, nothing else of the machine; its
+processes end with it; time and memory are limited. After the notebook's cells, the student's
+functions are applied there to the public cases and to hidden cases drawn from the instructor's
+secret; only the returned numbers leave the sandbox, and this process, which never imports a
+submission, compares them with the reference. ``DIR`` gets ``scores.csv`` (one row per notebook,
+written as each finishes), ``feedback/`` (per student: points, the public checks' messages, how
+many hidden cases passed), ``executed/`` (each notebook as it ran, before any hidden case existed
+in its sandbox) and ``answers/<question>.csv`` (the written answers, one file per question, for
+grading by hand). Without ``bwrap`` the command refuses unless ``--no-sandbox`` is given.
 
-The result, in ``DIR`` (default ``assignments/build/<chapter>``): ``student/<chapter>.ipynb`` to hand
-out, ``autograder/<chapter>-autograder_*.zip`` (public and hidden tests), ``autograder/<chapter>.ipynb``
-(the solutions), ``master/<chapter>.ipynb`` and ``assignment.json`` (questions, points, manual or not).
-``--exercises-only`` keeps only the exercises and the earlier code cells they need (found by the
-names they use): a short assignment that grades in seconds.
-
-``grade`` runs every ``*.ipynb`` of a folder through the autograder with ``otter.api.grade_submission``
-(locally, no Docker) and writes one CSV row per submission: one column per autograded question,
-one empty column per manually graded question (for the instructor), then ``total`` and ``possible``
-(autograded points).
+Why not otter-grader (used here before): its local grading runs the tests in the submission's own
+process, where a cell can rebind the checks, ``torch.allclose`` or otter's runner, read the tests
+from disk and leave processes behind (otter's documentation recommends its Docker mode, which
+needs an image registry); and its Colab mode needs the test files at a URL. The stripping of
+solutions and the public checks are the generator's and the package's already.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import base64
 import builtins
+import concurrent.futures
 import copy
 import csv
-import importlib.util
+import hashlib
 import json
+import math
+import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,12 +66,16 @@ import jupytext
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-HIDDEN_DIR = ROOT / "assignments" / "hidden"
-DEFAULT_POINTS = {"public": 1, "hidden": 1, "manual": 2}
+RUNNER = Path(__file__).resolve().parent / "grade_runner.py"
+WRITTEN_POINTS = 2
+IDENTITY_SOURCE = ('# Your name or student id, as your instructor asked for it (it names your row of the grades)\n'
+                   'STUDENT = ""')
+SANDBOX_HOME = "/home/student"
 
-_CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(\s*(\w+)\s*\)")
+_CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(\s*(\w+)\s*[,)]")
 _STUB_LABEL = re.compile(r'raise NotImplementedError\("exercise: ([^"]+)"\)')
 _ANSWER = re.compile(r"\*\*Your answer \((?P<label>[^)]+)\)\.\*\* Write it here\.")
+_PROMPT = re.compile(r"^\s*\*\*Your answer \((?P<title>[^)]+)\)\.\*\*\s*(Write it here\.)?")
 _FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|solution-end)\}\s*(?P<arg>\S*)")
 
 
@@ -153,61 +174,6 @@ def chapter_solutions(md_path: Path) -> dict[str, Solution]:
     return out
 
 
-# --------------------------------------------------------------------------- hidden tests and points
-def hidden_tests(stem: str, hidden_dir: Path = HIDDEN_DIR) -> tuple[dict[str, list[str]], dict]:
-    """Hidden test sources by exercise label, and the optional ``POINTS`` of ``<hidden_dir>/<stem>.py``.
-
-    A hidden test is a function ``<label in snake case>[_<suffix>](student_function)`` of that file;
-    each becomes one hidden otter test: the file's imports, the function, and a call on the student's
-    function.
-    """
-    path = hidden_dir / f"{stem}.py"
-    if not path.exists():
-        return {}, {}
-    source = path.read_text()
-    tree = ast.parse(source)
-    imports = [ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    tests: dict[str, list[str]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("ex_"):
-            tests.setdefault(node.name, [])
-            tests[node.name] = ["\n".join(imports + [ast.get_source_segment(source, node)])]
-    points = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "POINTS" for t in node.targets):
-            points = ast.literal_eval(node.value)
-    return tests, points
-
-
-def _hidden_for(label: str, tests: dict[str, list[str]]) -> list[tuple[str, str]]:
-    key = label.replace("-", "_")
-    return [(name, src[0]) for name, src in sorted(tests.items()) if name == key or name.startswith(key + "__")]
-
-
-# --------------------------------------------------------------------------- master notebook
-def _raw(text: str):
-    return nbformat.v4.new_raw_cell(text)
-
-
-def _prompted_solution(stub: str, solution: str) -> str:
-    """One master cell: otter keeps ``stub`` for the student and runs ``solution`` in the autograder."""
-    quote = next((q for q in ("'''", '"""') if q not in stub), None)
-    if quote is None:
-        raise ValueError(f"a stub holds both kinds of triple quotes; cannot wrap it as an otter prompt:\n{stub}")
-    return f"r{quote} # BEGIN PROMPT\n{stub}\n{quote}; # END PROMPT\n# BEGIN SOLUTION NO PROMPT\n{solution}\n# END SOLUTION"
-
-
-@dataclass
-class Question:
-    name: str
-    manual: bool
-    points: float
-    public_points: float = 0
-    hidden_points: float = 0
-    function: str | None = None
-    check: str | None = None
-
-
 def _names(source: str) -> tuple[set[str], set[str]]:
     """(free names a cell reads, names it binds at top level); names bound inside functions stay local."""
     try:
@@ -290,106 +256,143 @@ def _slice_exercises(cells, needed_sources: list[str]) -> list:
     return [title] + list(reversed(keep)) + tail
 
 
-def _question_config(q: Question, hidden: dict[str, list[str]]) -> dict:
-    if q.manual:
-        return {"name": q.name, "manual": True, "points": q.points}
-    return {"name": q.name, "points": [q.public_points] + [q.hidden_points] * len(_hidden_for(q.name, hidden))}
+# --------------------------------------------------------------------------- the assignment's notebooks
+def _renumber(nb) -> None:
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:03d}"
 
 
-def master_notebook(md_path: Path, *, exercises_only: bool = False, run_tests: bool = True,
-                    hidden_dir: Path = HIDDEN_DIR) -> tuple[nbformat.NotebookNode, list[Question]]:
-    """The otter-grader master notebook of a chapter, and its questions."""
+def _exercise_module():
+    import ncbook.exercises
+
+    return ncbook.exercises
+
+
+@dataclass
+class Part:
+    """One autograded part: the exercise spec's name and the student's function."""
+
+    exercise: str
+    function: str
+    public: float
+    hidden: float
+
+
+@dataclass
+class Question:
+    """An exercise of the assignment: its autograded parts and its written part (points or None)."""
+
+    label: str
+    title: str
+    auto: list[Part] = field(default_factory=list)
+    written: float | None = None
+
+    @property
+    def auto_points(self) -> float:
+        return sum(p.public + p.hidden for p in self.auto)
+
+
+def _questions(cells, titles: dict[str, str]) -> list[Question]:
+    exercises = _exercise_module()
+    questions: dict[str, Question] = {}
+    for cell in cells:
+        label, role = _meta(cell).get("exercise"), _meta(cell).get("role")
+        if not label:
+            continue
+        q = questions.setdefault(label, Question(label, titles.get(label, label)))
+        if role == "check" and cell.cell_type == "code":
+            for m in _CHECK_CALL.finditer(cell.source):
+                check = getattr(exercises, m.group(1), None)
+                name = m.group(1).removeprefix("check_")
+                if check is not None and name in exercises.EXERCISES and not any(p.exercise == name for p in q.auto):
+                    spec = exercises.EXERCISES[name]
+                    q.auto.append(Part(name, m.group(2), *spec.points))
+        elif role == "answer":
+            q.written = WRITTEN_POINTS
+    return list(questions.values())
+
+
+_STATEMENT = re.compile(r"\*\*(?P<title>Exercise \d+(?:\.\d+)*)\.?\*\*")
+
+
+def _statements(cells) -> dict[str, tuple[str, str]]:
+    """(title, text) of each exercise's statement: the last "**Exercise N.M.**" Markdown cell before its first cell."""
+    out = {}
+    for i, cell in enumerate(cells):
+        label = _meta(cell).get("exercise")
+        if not label or label in out:
+            continue
+        for j in range(i - 1, -1, -1):
+            if cells[j].cell_type == "markdown" and (m := _STATEMENT.search(cells[j].source)):
+                out[label] = (m.group("title"), cells[j].source)
+                break
+        else:
+            out[label] = (label, "")
+    return out
+
+
+def _add_answer_prompts(cells) -> list:
+    """An answer prompt after each exercise whose statement asks a question but that has none yet.
+
+    The generator writes a prompt where the chapter's solution has text; a question answered
+    nowhere in the solution (e.g. "does it change the accuracy?") would otherwise be graded nowhere.
+    """
+    cells = list(cells)
+    statements = _statements(cells)
+    for label, (title, text) in statements.items():
+        has_prompt = any(_meta(c).get("exercise") == label and _meta(c).get("role") == "answer"
+                         and c.cell_type == "markdown" for c in cells)
+        if "?" in text and not has_prompt:
+            last = max(i for i, c in enumerate(cells) if _meta(c).get("exercise") == label)
+            cells.insert(last + 1, nbformat.v4.new_markdown_cell(
+                f"**Your answer ({title}).** Write it here.", metadata={"ncbook": {"exercise": label, "role": "answer"}}))
+    return cells
+
+
+def _fill(student, solutions: dict[str, Solution], md_name: str):
+    """The handed-out notebook filled in with the chapter's solutions (code in the stubs, text after the prompts)."""
+    nb = copy.deepcopy(student)
+    used: dict[str, int] = {}
+    for cell in nb.cells:
+        label, role = _meta(cell).get("exercise"), _meta(cell).get("role")
+        sol = solutions.get(label or "", Solution())
+        if cell.cell_type == "code" and role in ("stub", "answer"):
+            i = used.get(label, 0)
+            if i >= len(sol.code):
+                raise ValueError(f"{md_name}: exercise {label} has more stub cells than solution code cells")
+            cell.source, used[label] = sol.code[i], i + 1
+        elif cell.cell_type == "markdown" and role == "answer" and sol.markdown:
+            prompt = _PROMPT.match(cell.source)
+            head = cell.source[:prompt.end(0) - len(prompt.group(2) or "")] if prompt else cell.source
+            cell.source = head.rstrip() + " " + "\n\n".join(sol.markdown)
+    for label in dict.fromkeys(_meta(c).get("exercise") for c in nb.cells if _meta(c).get("exercise")):
+        n = len(solutions.get(label, Solution()).code)
+        if used.get(label, 0) != n:
+            raise ValueError(f"{md_name}: exercise {label} has {used.get(label, 0)} stub cells but {n} solution "
+                             "code cells")
+    return nb
+
+
+def assignment_notebooks(md_path: Path, *, exercises_only: bool = False):
+    """(handed-out notebook, the same filled in with the solutions, questions) of a chapter."""
     md_path = Path(md_path)
-    stem = md_path.stem
     student = student_notebook(md_path)
     solutions = chapter_solutions(md_path)
-    hidden, points = hidden_tests(stem, hidden_dir)
     cells = student.cells
     labels = list(dict.fromkeys(_meta(c)["exercise"] for c in cells if _meta(c).get("exercise")))
     if exercises_only:
         cells = _slice_exercises(cells, [s for lab in labels for s in solutions.get(lab, Solution()).code])
-
-    questions: dict[str, Question] = {}
-    for label in labels:
-        checks = [c for c in cells if _meta(c) == {"exercise": label, "role": "check"}]
-        call = _CHECK_CALL.search(checks[0].source) if checks else None
-        tests = _hidden_for(label, hidden)
-        pts = points.get(label, {})
-        if call:
-            q = Question(label, False, 0, pts.get("public", DEFAULT_POINTS["public"]),
-                         pts.get("hidden", DEFAULT_POINTS["hidden"]), call.group(2), call.group(1))
-            q.points = q.public_points + q.hidden_points * len(tests)
-        else:
-            q = Question(label, True, pts.get("manual", DEFAULT_POINTS["manual"]))
-        questions[label] = q
-
-    last = {lab: max(i for i, c in enumerate(cells) if _meta(c).get("exercise") == lab) for lab in labels}
-    first = {lab: min(i for i, c in enumerate(cells) if _meta(c).get("exercise") == lab) for lab in labels}
-    config = {"name": stem, "init_cell": True, "check_all_cell": False, "export_cell": False,
-              "run_tests": run_tests, "solutions_pdf": False, "generate": {"pdf": False},
-              "tests": {"files": False, "ok_format": True}, "show_question_points": True}
-    out = [_raw("# ASSIGNMENT CONFIG\n" + json.dumps(config, indent=1))]
-    used, answered, closed = {lab: 0 for lab in labels}, set(), set()
-    prompts = {lab: first[lab] - 1 for lab in labels
-               if first[lab] > 0 and cells[first[lab] - 1].cell_type == "markdown"
-               and re.search(rf":label:\s*{re.escape(lab)}\b", cells[first[lab] - 1].source)}
-    for i, cell in enumerate(cells):
-        meta = _meta(cell)
-        label = meta.get("exercise")
-        opening = next((lab for lab, j in prompts.items() if j == i), None)
-        if opening:
-            out.append(_raw("# BEGIN QUESTION\n" + json.dumps(_question_config(questions[opening], hidden))))
-        if label and i == first[label]:
-            if label not in prompts:
-                out.append(_raw("# BEGIN QUESTION\n" + json.dumps(_question_config(questions[label], hidden))))
-            out += [_raw("# BEGIN PROMPT"), _raw("# END PROMPT"), _raw("# BEGIN SOLUTION")]
-        if meta.get("role") == "stub" or (meta.get("role") == "answer" and cell.cell_type == "code"):
-            # a stub, or the code cell left for an exercise whose solution defines no function
-            sol = solutions.get(label, Solution()).code
-            if used[label] >= len(sol):
-                raise ValueError(f"{md_path.name}: exercise {label} has more stubs than solution code cells")
-            out.append(nbformat.v4.new_code_cell(_prompted_solution(cell.source, sol[used[label]]), metadata=cell.metadata))
-            used[label] += 1
-        elif meta.get("role") == "answer":
-            kept = copy.deepcopy(cell)
-            kept.metadata.setdefault("tags", []).append("otter_include")
-            out.append(kept)
-            if label not in answered:  # the instructor's answer (removed from the student notebook) follows the prompt
-                answered.add(label)
-                out += [nbformat.v4.new_markdown_cell(text) for text in solutions.get(label, Solution()).markdown]
-        elif meta.get("role") == "check":
-            if label not in closed:  # the first check closes the solution; a second check stays in the question
-                closed.add(label)
-                out.append(_raw("# END SOLUTION"))
-            out.append(cell)
-        elif cell.cell_type == "markdown" and any(first[lab] < i < last[lab] for lab in labels):
-            kept = copy.deepcopy(cell)  # inside an open solution block: keep it in the student notebook
-            kept.metadata.setdefault("tags", []).append("otter_include")
-            out.append(kept)
-        else:
-            out.append(cell)
-        if label and i == last[label]:
-            if label not in closed:
-                closed.add(label)
-                out.append(_raw("# END SOLUTION"))
-            q = questions[label]
-            if not q.manual:
-                out += [_raw("# BEGIN TESTS"),
-                        nbformat.v4.new_code_cell(f"from ncbook.exercises import {q.check}\n"
-                                                  f"{q.check}({q.function}).assert_passed()")]
-                for name, src in _hidden_for(label, hidden):
-                    out.append(nbformat.v4.new_code_cell(f"# HIDDEN\n{src}\n{name}({q.function})"))
-                out.append(_raw("# END TESTS"))
-            out.append(_raw("# END QUESTION"))
-    for label in labels:
-        if used[label] != len(solutions.get(label, Solution()).code):
-            raise ValueError(f"{md_path.name}: exercise {label} has {used[label]} stub cells but "
-                             f"{len(solutions[label].code)} solution code cells")
-    nb = nbformat.v4.new_notebook(cells=out, metadata=copy.deepcopy(student.metadata))
-    return nb, list(questions.values())
+    cells = _add_answer_prompts(cells)
+    identity = nbformat.v4.new_code_cell(IDENTITY_SOURCE, metadata={"ncbook": {"role": "identity"}})
+    first = 1 if cells and cells[0].cell_type == "markdown" else 0
+    cells = list(cells[:first]) + [identity] + list(cells[first:])
+    handed = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(student.metadata))
+    handed.metadata.setdefault("ncbook", {})["assignment"] = md_path.stem
+    _renumber(handed)
+    questions = _questions(handed.cells, {k: v[0] for k, v in _statements(handed.cells).items()})
+    return handed, _fill(handed, solutions, md_path.name), questions
 
 
-# --------------------------------------------------------------------------- commands
 def _chapter_path(chapter: str) -> Path:
     path = Path(chapter)
     if not path.suffix:
@@ -399,96 +402,575 @@ def _chapter_path(chapter: str) -> Path:
     return path
 
 
-def build(chapter: str, out: Path | None = None, *, exercises_only: bool = False, run_tests: bool = True) -> Path:
-    """Build the assignment of ``chapter`` into ``out``; return ``out``."""
+def build(chapter: str, out: Path | None = None, *, exercises_only: bool = False) -> Path:
+    """Build the assignment of ``chapter`` into ``out`` (default ``assignments/build/<chapter>``); return ``out``."""
+    import ncbook
+
     md = _chapter_path(chapter)
     out = Path(out or ROOT / "assignments" / "build" / md.stem).resolve()
-    nb, questions = master_notebook(md, exercises_only=exercises_only, run_tests=run_tests)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "master").mkdir(exist_ok=True)
-    master = out / "master" / f"{md.stem}.ipynb"  # otter names the student notebook after it
-    nbformat.write(nb, master)
-    for sub in ("student", "autograder"):
-        for old in (out / sub).glob("*") if (out / sub).exists() else []:
-            old.unlink() if old.is_file() else None
-    cmd = [sys.executable, "-m", "otter", "assign", "--no-pdfs", str(master), str(out)]
-    proc = subprocess.run(cmd, cwd=md.parent, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"otter assign failed for {md.stem}:\n{proc.stdout}\n{proc.stderr}")
-    (out / "assignment.json").write_text(json.dumps(
-        {"chapter": md.stem, "exercises_only": exercises_only,
-         "questions": [q.__dict__ for q in questions]}, indent=1) + "\n")
+    handed, filled, questions = assignment_notebooks(md, exercises_only=exercises_only)
+    for sub, nb in (("student", handed), ("solutions", filled)):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out / sub / f"{md.stem}.ipynb")
+    manifest = {"chapter": md.stem, "exercises_only": exercises_only, "notebook": f"{md.stem}.ipynb",
+                "ncbook": ncbook.__version__,
+                "questions": [{"label": q.label, "title": q.title, "auto": [p.__dict__ for p in q.auto],
+                               "written": q.written} for q in questions]}
+    (out / "assignment.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return out
 
 
-def autograder_zip(folder: Path) -> Path:
-    zips = sorted((Path(folder) / "autograder").glob("*-autograder_*.zip"))
-    if not zips:
-        raise SystemExit(f"no autograder zip in {folder}/autograder: run `tools/assignments.py build` first")
-    return zips[-1]
+def load_assignment(build_dir: Path) -> tuple[dict, list[Question]]:
+    """The manifest of a built assignment and its questions."""
+    path = Path(build_dir) / "assignment.json"
+    if not path.is_file():
+        raise SystemExit(f"no assignment in {build_dir}: expected {path} (run `tools/assignments.py build` first)")
+    manifest = json.loads(path.read_text())
+    questions = [Question(q["label"], q["title"], [Part(**p) for p in q["auto"]], q["written"])
+                 for q in manifest["questions"]]
+    return manifest, questions
 
 
-def grade(chapter: str, submissions: Path, out: Path, *, build_dir: Path | None = None,
-          executed: Path | None = None) -> list[dict]:
-    """Grade every notebook in ``submissions``; write the scores CSV ``out``; return its rows.
+# --------------------------------------------------------------------------- reading a submission (as data)
+class NotebookError(ValueError):
+    """A submission that is not a readable notebook."""
 
-    ``executed``: a folder where each graded notebook is saved as it ran (outputs, errors, test results).
+
+MAX_NOTEBOOK_BYTES = 50 << 20
+
+
+def read_submission(path: Path) -> nbformat.NotebookNode:
+    """The submission's cells as a clean v4 notebook (sources and our cell metadata only); never executes it.
+
+    Raises
+    ------
+    NotebookError
+        Too large, not UTF-8 JSON (a truncated file), or no list of cells.
     """
-    import otter.api
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise NotebookError(f"{size >> 20} MiB: larger than the {MAX_NOTEBOOK_BYTES >> 20} MiB a notebook may have")
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno} "
+                            f"({exc.msg}; a truncated file?)") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise NotebookError("not a Jupyter notebook (no list of cells; nbformat 4 expected)")
+    cells = []
+    for cell in raw["cells"]:
+        if not isinstance(cell, dict):
+            continue
+        source = cell.get("source", "")
+        source = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else str(source)
+        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        ours = {"ncbook": meta["ncbook"]} if isinstance(meta.get("ncbook"), dict) else {}
+        kind = cell.get("cell_type")
+        if kind == "code":
+            cells.append(nbformat.v4.new_code_cell(source, metadata=ours))
+        elif kind in ("markdown", "raw"):
+            cells.append((nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_raw_cell)(
+                source, metadata=ours))
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"}})
+    _renumber(nb)
+    return nb
+
+
+def _clean(text: str, limit: int = 120) -> str:
+    """One line of at most ``limit`` printable characters, safe in a spreadsheet (no leading = + - @)."""
+    text = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text)).strip()[:limit]
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def student_identity(nb) -> str | None:
+    """The value of the first non-empty ``STUDENT = "..."`` of a code cell (read with ``ast``, not run)."""
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "STUDENT" not in cell.source:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "STUDENT" for t in node.targets)
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                    and node.value.value.strip()):
+                return _clean(node.value.value, 100)
+    return None
+
+
+def _norm(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def written_answers(nb, handed, questions: list[Question]) -> dict[str, str]:
+    """Each written question's answer: its prompt cells' text and the cells the student added after them.
+
+    Prompts are found by their metadata, or by their text in a notebook that lost it (cells pasted
+    into a new notebook); a cell counts as added when the handed-out notebook has no cell like it.
+    """
+    wanted = {q.label for q in questions if q.written}
+    by_title = {q.title: q.label for q in questions if q.written}
+    original = {_norm(c.source) for c in handed.cells}
+    functions = {p.function for q in questions for p in q.auto} | {
+        m.group(1) for c in handed.cells if _meta(c).get("role") == "stub"
+        for m in re.finditer(r"^\s*def\s+(\w+)", c.source, re.M)}  # the stubs' functions: not an answer
+    parts: dict[str, list[str]] = {label: [] for label in wanted}
+    current, pending = None, []  # pending: added cells just before a prompt (an answer's code, pasted)
+    for cell in nb.cells:
+        meta = _meta(cell)
+        prompt = _PROMPT.match(cell.source) if cell.cell_type == "markdown" else None
+        label = meta.get("exercise") if meta.get("role") == "answer" else None
+        if label is None and prompt:
+            label = by_title.get(prompt.group("title"))
+        defines = cell.cell_type == "code" and any(re.search(rf"^\s*def\s+{re.escape(f)}\b", cell.source, re.M)
+                                                   for f in functions)
+        added = _norm(cell.source) not in original and bool(cell.source.strip())
+        text = cell.source.strip() if cell.cell_type == "markdown" else f"```python\n{cell.source.strip()}\n```"
+        if label in wanted:
+            if label != current:
+                parts[label] += pending
+            current, pending = label, []
+            if not added:
+                continue
+            if prompt and cell.cell_type == "markdown":
+                text = cell.source[prompt.end():].strip()
+            if text:
+                parts[label].append(text)
+        elif added and not meta.get("role") and not defines:
+            (parts[current] if current else pending).append(text)
+        else:
+            current, pending = None, []
+    return {label: "\n\n".join(p) for label, p in parts.items()}
+
+
+# --------------------------------------------------------------------------- the sandbox
+def _python_dirs() -> list[str]:
+    """The interpreter's installation and environment (prefixes), without nesting."""
+    dirs = {os.path.realpath(d) for d in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                          os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
+    dirs = sorted(d for d in dirs if d not in ("/", "/usr"))
+    return [d for d in dirs if not any(d != o and d.startswith(o.rstrip("/") + "/") for o in dirs)]
+
+
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "fonts", "localtime", "alternatives", "mime.types")
+
+
+@dataclass
+class Limits:
+    """What one submission may use."""
+
+    notebook_timeout: int = 600      # seconds for all its cells
+    cell_timeout: int = 300          # seconds for one cell
+    harvest_timeout: int = 60        # seconds to apply the functions of one question to its cases
+    memory: int = 4096 << 20         # bytes of data (heap, arrays, tensors) per process
+    folder: int = 512 << 20          # bytes of its private folder (and of its /tmp)
+
+    def wall(self, parts: int) -> int:
+        """The most seconds a submission's sandbox may take before it is killed."""
+        return self.notebook_timeout + self.harvest_timeout * max(parts, 1) + 90
+
+
+def sandbox_env(profile: str | None) -> dict[str, str]:
+    python_bin = os.path.dirname(os.path.realpath(sys.executable))
+    return {"HOME": SANDBOX_HOME, "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8",
+            "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": "/opt/ncbook",
+            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "TMPDIR": "/tmp",
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "NCBOOK_WORKERS": "1",
+            "JUPYTER_PLATFORM_DIRS": "1", "NCBOOK_PROFILE": profile or os.environ.get("NCBOOK_PROFILE", "quick")}
+
+
+def _bwrap_features() -> set[str]:
+    try:
+        text = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    return {f for f in ("--disable-userns", "--size", "--as-pid-1") if f in text}
+
+
+def sandbox_command(limits: Limits, *, profile: str | None = None, extra_ro: tuple[str, ...] = ()) -> list[str]:
+    """The bubblewrap command line that runs ``tools/grade_runner.py`` for one submission.
+
+    Bound read-only: ``/usr`` and the top-level library folders (or their symlinks), a few files of
+    ``/etc`` (the loader cache, fonts, time zone), the Python installation and environment, the
+    ``ncbook`` package (at ``/opt/ncbook/ncbook``) and the runner; nothing else of the machine.
+    Private: ``/proc`` (own PID namespace), a minimal read-only ``/dev``, and ``/tmp``, ``/dev/shm`` and
+    HOME (``/home/student``, the working folder) as size-limited in-memory folders, the only writable
+    places. No network (an empty network namespace),
+    no further user namespaces, no capabilities; the sandbox dies with the grader.
+    """
+    import ncbook
+
+    features = _bwrap_features()
+    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000", "--die-with-parent",
+           "--new-session", "--clearenv"]
+    if "--as-pid-1" not in features:
+        raise SystemExit("this bubblewrap lacks --as-pid-1; install bubblewrap 0.5 or newer")
+    cmd.append("--as-pid-1")
+    if "--disable-userns" in features:
+        cmd.append("--disable-userns")
+    if os.geteuid() == 0:
+        cmd += ["--cap-drop", "ALL"]
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            cmd += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            cmd += ["--ro-bind", top, top]
+    for name in _ETC:
+        if os.path.exists(f"/etc/{name}"):
+            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for path in (*_python_dirs(), *extra_ro):
+        cmd += ["--ro-bind", path, path]
+    cmd += ["--ro-bind", str(Path(ncbook.__file__).resolve().parent), "/opt/ncbook/ncbook",
+            "--ro-bind", str(RUNNER), "/opt/ncbook/grade_runner.py", "--proc", "/proc", "--dev", "/dev"]
+    for folder in ("/tmp", SANDBOX_HOME, "/dev/shm"):
+        cmd += (["--size", str(limits.folder)] if "--size" in features else []) + ["--tmpfs", folder]
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", SANDBOX_HOME]  # the rest stays unwritable
+    for key, value in sandbox_env(profile).items():
+        cmd += ["--setenv", key, value]
+    return cmd + [os.path.realpath(sys.executable), "/opt/ncbook/grade_runner.py"]
+
+
+def check_sandbox(limits: Limits, profile: str | None = None) -> None:
+    """Refuse (SystemExit) unless bubblewrap runs and the environment imports inside it."""
+    if shutil.which("bwrap") is None:
+        raise SystemExit("grading needs bubblewrap (`bwrap`) to keep each submission in a sandbox, and it was not "
+                         "found. Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+                         "bubblewrap) or pass --no-sandbox to run submissions with your own rights (they can then "
+                         "read and write your files and reach the network: only for notebooks you trust).")
+    cmd = sandbox_command(limits, profile=profile)[:-1] + ["-c", "import ncbook.exercises, nbclient, ipykernel"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise SystemExit(f"bubblewrap is installed but the sandbox does not start ({proc.stderr.strip()[-800:]}).\n"
+                         "It needs user namespaces (or a setuid bwrap). Fix that, or pass --no-sandbox.")
+
+
+@dataclass
+class RunResult:
+    """What came back from one sandbox: the executed notebook, each part's outcomes (npz bytes), problems."""
+
+    notebook: dict | None = None
+    outcomes: dict[int, bytes | str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def run_submission(job: dict, limits: Limits, *, sandbox: bool, profile: str | None = None) -> RunResult:
+    """Run the runner on ``job`` (in bubblewrap, or as a plain child process with ``sandbox=False``)."""
+    data = json.dumps(job).encode()
+    scratch = None
+    if sandbox:
+        cmd, cwd, env = sandbox_command(limits, profile=profile), None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    else:
+        import ncbook
+
+        scratch = tempfile.mkdtemp(prefix="ncbook-grade-")
+        env = {**sandbox_env(profile), "HOME": scratch, "TMPDIR": scratch,
+               "PYTHONPATH": str(Path(ncbook.__file__).resolve().parents[1])}
+        cmd, cwd = [sys.executable, str(RUNNER)], scratch
+    start = time.monotonic()
+    result = RunResult()
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                            env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(data, timeout=limits.wall(len(job["harvest"])))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        result.problems.append(f"killed at the time limit of the whole run ({limits.wall(len(job['harvest']))} s)")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its process group
+        except ProcessLookupError:
+            pass
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    result.seconds = time.monotonic() - start
+    done = False
+    for line in out.decode("utf-8", "replace").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            result.problems.append("the sandbox sent something unreadable")
+            break
+        kind = event.get("event") if isinstance(event, dict) else None
+        if kind == "notebook" and result.notebook is None and not result.outcomes:
+            result.notebook = event.get("notebook")
+        elif kind == "outcomes" and isinstance(event.get("index"), int) and event["index"] not in result.outcomes:
+            result.outcomes[event["index"]] = base64.b64decode(event["npz"]) if "npz" in event else \
+                _clean(event.get("error", "no results"), 80)
+        elif kind == "done" and not done:
+            done = True
+            result.problems += [_clean(p, 200) for p in event.get("problems", [])][:20]
+    if not done and not result.problems:
+        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        result.problems.append(f"the sandbox ended early (exit {proc.returncode}: {_clean(tail[0], 200)})")
+    return result
+
+
+# --------------------------------------------------------------------------- grading
+@dataclass
+class Graded:
+    """One submission's row, and what its feedback says."""
+
+    row: dict
+    feedback: str
+    answers: dict[str, str]
+    notebook: dict | None
+
+
+_KINDS = {"not_implemented": "not implemented", "exception": "raised an exception", "none": "returned None",
+          "not_array": "returned something that is not an array", "signature": "parameters do not match",
+          "forbidden": "uses the ncbook function it should implement", "missing": "function not defined",
+          "too_large": "returned an array that is too large", "timeout": "ran past the time limit"}
+
+
+class Grader:
+    """Grades notebooks against one built assignment, with the hidden cases of one secret."""
+
+    def __init__(self, build_dir: Path, secret: bytes, limits: Limits, *, sandbox: bool = True,
+                 profile: str | None = None):
+        from ncbook.exercises import EXERCISES
+        from ncbook.exercises._core import pack_cases
+
+        self.build_dir = Path(build_dir).resolve()
+        self.manifest, self.questions = load_assignment(self.build_dir)
+        self.handed = nbformat.read(self.build_dir / "student" / self.manifest["notebook"], as_version=4)
+        self.limits, self.sandbox, self.profile = limits, sandbox, profile
+        self.parts: list[tuple[Question, Part, list, list]] = []
+        for q in self.questions:
+            for part in q.auto:
+                if part.exercise not in EXERCISES:
+                    raise SystemExit(f"{self.build_dir}/assignment.json names the exercise {part.exercise!r}, which "
+                                     "this ncbook does not have: rebuild the assignment")
+                spec = EXERCISES[part.exercise]
+                self.parts.append((q, part, spec.public_cases(), spec.hidden_cases(secret)))
+        self.harvest = [{"exercise": part.exercise, "function": part.function,
+                         "cases": base64.b64encode(pack_cases(public + hidden)).decode()}
+                        for _, part, public, hidden in self.parts]
+
+    # the columns of the scores table
+    def columns(self) -> list[str]:
+        auto = [q.label for q in self.questions if q.auto]
+        written = [f"{q.label} written" for q in self.questions if q.written]
+        return ["student", "submission", *auto, *written, "total", "possible", "written_possible", "seconds", "error"]
+
+    def possible(self) -> float:
+        return sum(q.auto_points for q in self.questions)
+
+    def run(self, path: Path) -> tuple[Path, nbformat.NotebookNode | None, RunResult | str]:
+        """Read and run one submission (the part that may run side by side with others)."""
+        try:
+            nb = read_submission(path)
+        except (NotebookError, OSError) as exc:
+            return path, None, str(exc)
+        job = {"notebook": nb, "filename": self.manifest["notebook"], "cell_timeout": self.limits.cell_timeout,
+               "notebook_timeout": self.limits.notebook_timeout, "harvest_timeout": self.limits.harvest_timeout,
+               "memory": self.limits.memory, "harvest": self.harvest}
+        return path, nb, run_submission(job, self.limits, sandbox=self.sandbox, profile=self.profile)
+
+    def judge(self, path: Path, nb, result: RunResult | str) -> Graded:
+        """Score one submission from the data its sandbox returned (in this process, which ran none of it)."""
+        from ncbook.exercises import EXERCISES
+        from ncbook.exercises._core import Outcome, unpack_outcomes
+
+        identity = (student_identity(nb) if nb is not None else None) or _clean(path.stem, 100)
+        row = {c: "" for c in self.columns()}
+        row.update(student=identity, submission=path.name, possible=self.possible(),
+                   written_possible=sum(q.written or 0 for q in self.questions))
+        lines = [f"# Feedback for {identity} ({path.name})", ""]
+        if isinstance(result, str):
+            problems, result = [result], RunResult()
+        else:
+            problems = list(result.problems)
+            row["seconds"] = round(result.seconds, 1)
+        scores = {q.label: 0.0 for q in self.questions if q.auto}
+        body = []
+        for i, (q, part, public, hidden) in enumerate(self.parts):
+            spec = EXERCISES[part.exercise]
+            got = result.outcomes.get(i)
+            if isinstance(got, bytes):
+                try:
+                    outcomes = unpack_outcomes(got)
+                except Exception:  # a malformed file from the sandbox: nothing earned
+                    outcomes = []
+            else:
+                outcomes = [Outcome(error="missing", detail=f"no results: {got or 'the notebook did not finish'}.")] * \
+                           (len(public) + len(hidden))
+            if len(outcomes) != len(public) + len(hidden):
+                outcomes = [Outcome(error="missing", detail="the results do not match the cases.")] * \
+                           (len(public) + len(hidden))
+            check = spec.judge(public, outcomes[:len(public)])
+            verdicts = spec.verdicts(hidden, outcomes[len(public):])
+            passed = sum(v is None for v in verdicts)
+            earned = (part.public if check.passed else 0) + (part.hidden if passed == len(hidden) else 0)
+            scores[q.label] += earned
+            first = next((o for o, v in zip(outcomes[len(public):], verdicts) if v is not None), None)
+            why = "" if first is None else f" (first failure: {_KINDS.get(first.error, 'wrong value')})"
+            body += [f"## {q.title} ({q.label}): `{part.function}`, {earned:g} of {_points(part.public + part.hidden)}",
+                     "", f"- public check ({_points(part.public)}): {'passed' if check.passed else 'failed'}",
+                     "", "```text", str(check.message), "```", "",
+                     f"- hidden cases ({_points(part.hidden)}): {passed} of {len(hidden)} passed{why}", ""]
+        for q in self.questions:
+            if q.written:
+                body += [f"## {q.title} ({q.label}), written answer: graded by hand ({_points(q.written)})", ""]
+        row.update(scores)
+        row["total"] = sum(scores.values())
+        if problems:
+            row["error"] = _clean(f"{path.name}: " + "; ".join(problems), 600)
+        lines += [f"Autograded: {row['total']:g} of {_points(row['possible'])}. Written answers: graded by hand "
+                  f"({_points(row['written_possible'])}).", ""]
+        if problems:
+            lines += ["Problems: " + "; ".join(problems), ""]
+        answers = written_answers(nb, self.handed, self.questions) if nb is not None else {}
+        return Graded(row, "\n".join(lines + body), answers, result.notebook)
+
+
+def _points(value: float) -> str:
+    return f"{value:g} point" + ("" if value == 1 else "s")
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", Path(name).stem)[:80] or "submission"
+
+
+def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_dir: Path | None = None,
+          limits: Limits | None = None, jobs: int | None = None, sandbox: bool = True,
+          profile: str | None = None, log=print) -> list[dict]:
+    """Grade every ``*.ipynb`` of ``submissions``; write ``out/scores.csv`` (and feedback, executed, answers).
+
+    Returns the rows of ``scores.csv``, sorted by submission.
+    """
+    import ncbook
 
     stem = _chapter_path(chapter).stem
     build_dir = Path(build_dir or ROOT / "assignments" / "build" / stem)
-    manifest = json.loads((build_dir / "assignment.json").read_text())
-    auto = [q["name"] for q in manifest["questions"] if not q["manual"]]
-    manual = [q["name"] for q in manifest["questions"] if q["manual"]]
-    zip_path = autograder_zip(build_dir).resolve()
-    rows = []
-    for nb_path in sorted(Path(submissions).glob("*.ipynb")):
-        with tempfile.TemporaryDirectory() as tmp:  # otter's init cell opens the notebook by the assignment's name
-            named = Path(tmp) / f"{stem}.ipynb"
-            shutil.copy(nb_path, named)
-            results = otter.api.grade_submission(str(named), str(zip_path), quiet=True)
-        if executed is not None:
-            Path(executed).mkdir(parents=True, exist_ok=True)
-            nbformat.write(results.notebook, Path(executed) / nb_path.name)
-        row = {"submission": nb_path.name}
-        for name in auto:
-            row[name] = results.get_score(name) if name in results.test_files else 0
-        row.update({f"{name} (manual)": "" for name in manual})
-        row["total"] = sum(row[name] for name in auto)
-        row["possible"] = sum(q["points"] for q in manifest["questions"] if not q["manual"])
-        rows.append(row)
+    limits = limits or Limits()
+    if sandbox:
+        check_sandbox(limits, profile)
+    else:
+        log("WARNING: --no-sandbox: every submission runs with your rights; it can read and write your files, "
+            "reach the network and leave processes behind. Grade only notebooks you trust this way.")
+    grader = Grader(build_dir, secret, limits, sandbox=sandbox, profile=profile)
+    paths = sorted(p for p in Path(submissions).glob("*.ipynb") if p.is_file())
+    jobs = max(1, jobs or ncbook.usable_cores())
+    bound = math.ceil(len(paths) / jobs) * limits.wall(len(grader.parts)) if paths else 0
+    digest = hashlib.sha256((build_dir / "assignment.json").read_bytes()).hexdigest()[:12]
+    log(f"assignment {build_dir / 'assignment.json'} (sha256 {digest}; chapter {grader.manifest['chapter']}, "
+        f"{len(grader.parts)} autograded parts); {len(paths)} notebooks, {jobs} at a time; at most {bound} s")
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["submission", *auto, *(f"{n} (manual)" for n in manual), "total", "possible"])
+    for sub in ("feedback", "executed", "answers"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    columns = grader.columns()
+    rows, answers = [], {q.label: [] for q in grader.questions if q.written}
+    scores = out / "scores.csv"
+    with scores.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        f.flush()
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            futures = [pool.submit(grader.run, p) for p in paths]
+            for future in concurrent.futures.as_completed(futures):
+                graded = grader.judge(*future.result())
+                writer.writerow(graded.row)
+                f.flush()  # a row per finished notebook: nothing lost on an interrupt
+                rows.append(graded.row)
+                key = _key(graded.row["submission"])
+                (out / "feedback" / f"{key}.md").write_text(graded.feedback + "\n")
+                if graded.notebook is not None:
+                    nbformat.write(nbformat.from_dict(graded.notebook), out / "executed" / f"{key}.ipynb")
+                for label, text in graded.answers.items():
+                    answers[label].append((graded.row["student"], graded.row["submission"], label, text))
+                log(f"  {graded.row['submission']}: {graded.row['total']:g} of {graded.row['possible']:g}"
+                    + (f"  [{graded.row['error']}]" if graded.row["error"] else ""))
+    rows.sort(key=lambda r: r["submission"])
+    tmp = scores.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
+    os.replace(tmp, scores)
+    for label, entries in answers.items():
+        with (out / "answers" / f"{label}.csv").open("w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["student", "submission", "question", "answer", "points"])
+            writer.writerows([(*e, "") for e in sorted(entries, key=lambda e: e[1])])
     return rows
+
+
+def read_secret(path: Path) -> bytes:
+    """The instructor's secret: the bytes of a private file outside the course repository."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise SystemExit(f"no secret file {path}: make one with `tools/assignments.py secret {path}`")
+    if path.is_relative_to(ROOT):
+        raise SystemExit(f"the secret {path} lies inside the course repository ({ROOT}); keep it outside, where "
+                         "students cannot read it")
+    data = path.read_bytes().strip()
+    if len(data) < 16:
+        raise SystemExit(f"the secret in {path} is too short ({len(data)} bytes); make one with "
+                         "`tools/assignments.py secret`")
+    return data
+
+
+def write_secret(path: Path) -> Path:
+    """A new random secret (64 hex digits) in ``path``, readable by its owner only."""
+    path = Path(path).resolve()
+    if path.is_relative_to(ROOT):
+        raise SystemExit(f"refusing to write a secret inside the course repository ({ROOT})")
+    if path.exists():
+        raise SystemExit(f"{path} exists; hidden cases depend on the secret, so it is never overwritten")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="build the student notebook and the autograder of a chapter")
+    s = sub.add_parser("secret", help="write a new random secret (the hidden cases are drawn from it)")
+    s.add_argument("file", type=Path, help="where to write it (outside the course repository; keep it private)")
+    b = sub.add_parser("build", help="build the student notebook, its solutions and the assignment manifest")
     b.add_argument("chapter", help="chapter stem (e.g. seli) or path to its .md")
     b.add_argument("--out", type=Path, default=None, help="output folder (default: assignments/build/<chapter>)")
     b.add_argument("--exercises-only", action="store_true", help="keep only the exercises and the code they need")
-    b.add_argument("--no-run-tests", action="store_true", help="skip otter's check that the solutions pass")
-    g = sub.add_parser("grade", help="grade a folder of submitted notebooks into a CSV")
+    g = sub.add_parser("grade", help="grade a folder of submitted notebooks, each in a sandbox")
     g.add_argument("chapter")
     g.add_argument("submissions", type=Path, help="folder of submitted .ipynb files")
-    g.add_argument("--out", type=Path, default=Path("scores.csv"), help="scores CSV (default: scores.csv)")
-    g.add_argument("--build", type=Path, default=None, help="the assignment folder (default: assignments/build/<chapter>)")
-    g.add_argument("--executed", type=Path, default=None, help="save each graded notebook, as it ran, in this folder")
+    g.add_argument("--secret", type=Path, required=True, help="the instructor's secret file (hidden cases)")
+    g.add_argument("--out", type=Path, required=True, help="results folder: scores.csv, feedback/, executed/, answers/")
+    g.add_argument("--build", type=Path, default=None, help="the built assignment (default: assignments/build/<chapter>)")
+    g.add_argument("--jobs", type=int, default=None, help="notebooks graded at once (default: the usable cores)")
+    d = Limits()
+    g.add_argument("--timeout", type=int, default=d.notebook_timeout, help="seconds for one notebook's cells")
+    g.add_argument("--cell-timeout", type=int, default=d.cell_timeout, help="seconds for one cell")
+    g.add_argument("--harvest-timeout", type=int, default=d.harvest_timeout,
+                   help="seconds to run one question's functions on its cases")
+    g.add_argument("--memory", type=int, default=d.memory >> 20, help="MiB of memory (heap, arrays) per process")
+    g.add_argument("--profile", default=None, help="NCBOOK_PROFILE inside the sandbox (default: yours, else quick)")
+    g.add_argument("--no-sandbox", action="store_true",
+                   help="run submissions without bubblewrap, with your rights (only for notebooks you trust)")
     args = parser.parse_args(argv)
-    if args.command == "build":
-        out = build(args.chapter, args.out, exercises_only=args.exercises_only, run_tests=not args.no_run_tests)
-        student = sorted((out / "student").glob("*.ipynb"))
-        print(f"student notebook: {student[0] if student else '?'}\nautograder: {autograder_zip(out)}")
+    if args.command == "secret":
+        print(f"secret written to {write_secret(args.file)} (keep it private; the same secret gives the same "
+              "hidden cases)")
         return 0
-    rows = grade(args.chapter, args.submissions, args.out, build_dir=args.build, executed=args.executed)
-    print(f"graded {len(rows)} submissions -> {args.out}")
+    if args.command == "build":
+        out = build(args.chapter, args.out, exercises_only=args.exercises_only)
+        print(f"student notebook: {out / 'student'}\nsolutions: {out / 'solutions'}\nassignment: "
+              f"{out / 'assignment.json'}")
+        return 0
+    limits = Limits(args.timeout, args.cell_timeout, args.harvest_timeout, args.memory << 20)
+    start = time.monotonic()
+    rows = grade(args.chapter, args.submissions, args.out, secret=read_secret(args.secret), build_dir=args.build,
+                 limits=limits, jobs=args.jobs, sandbox=not args.no_sandbox, profile=args.profile)
+    print(f"graded {len(rows)} notebooks in {time.monotonic() - start:.0f} s -> {Path(args.out) / 'scores.csv'}")
     return 0
 
 

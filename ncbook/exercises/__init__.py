@@ -1,17 +1,23 @@
 """Autograder checks: one ``check_<name>(student_function)`` per coding exercise.
 
-Each check calls the student's function on random and edge inputs, compares it with
-the reference implementation in :mod:`ncbook` and returns a :class:`CheckResult`:
-truthy when passed; its message names the failing input, expected and received values
-(matrices on aligned lines, infinities and NaN compared by position), a parameter list
-that does not match the exercise, or a function that merely calls the :mod:`ncbook`
-function the exercise asks for. ``check_x(f).assert_passed()`` raises ``AssertionError``
-with that message (pytest, and the otter-grader tests built by ``tools/assignments.py``).
-A stub that raises ``NotImplementedError`` is reported as "not implemented yet".
+Each check calls the student's function on its public cases, then compares the results with
+the reference implementation in :mod:`ncbook` and returns a :class:`CheckResult`: truthy when
+passed; its message names the failing input, expected and received values (matrices on aligned
+lines, infinities and NaN compared by position), a parameter list that does not match the
+exercise, or a function that merely calls the :mod:`ncbook` function the exercise asks for.
+``check_x(f).assert_passed()`` raises ``AssertionError`` with that message. A stub that raises
+``NotImplementedError`` is reported as "not implemented yet".
+
+Every check is built from one :class:`Exercise` spec (signature, case generator, reference,
+comparison), listed in :data:`EXERCISES`; the graded assignments (``tools/assignments.py``) draw
+the hidden cases of the same spec from the instructor's secret and judge them outside the
+submission's process. How to declare a new exercise: the docstring of ``ncbook.exercises._core``.
 """
 
 from ._core import CheckResult
+from ._core import Exercise
 from ._core import run_cases
+from . import _contrastive, _dgp, _margins, _primer, _reweighting, _seli
 from ._contrastive import check_means_from_gram
 from ._contrastive import check_multiset_risk
 from ._contrastive import check_ucl_collapse_k1
@@ -34,8 +40,14 @@ from ._seli import check_minority_norm_ratio
 from ._seli import check_sel_matrix
 from ._seli import check_seli_classifier_gram
 
+EXERCISES = {spec.name: spec for module in (_primer, _seli, _contrastive, _dgp, _reweighting, _margins)
+             for spec in module.EXERCISES}
+"""Every coding exercise's spec, by name: ``check_<name>`` is its public check."""
+
 __all__ = [
     "CheckResult",
+    "EXERCISES",
+    "Exercise",
     "check_means_from_gram",
     "check_multiset_risk",
     "check_ucl_collapse_k1",

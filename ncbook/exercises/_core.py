@@ -1,24 +1,77 @@
-"""Shared machinery of the autograder checks.
+"""Shared machinery of the autograder checks: one declarative spec per coding exercise.
 
-A check calls a student's function on random and edge inputs, compares with the
-reference implementation of :mod:`ncbook`, and returns a :class:`CheckResult`
-whose message says which input failed, what was expected and what came back.
-A failed result turns into an ``AssertionError`` with :meth:`CheckResult.assert_passed`
-(for pytest and the otter-grader tests of the assignments).
+How an exercise declares its checks
+-----------------------------------
+Each coding exercise is one :class:`Exercise` in its chapter's module
+(``ncbook/exercises/_<chapter>.py``) plus a one-line public check::
+
+    def _sel_cases(rng):                       # the inputs: public seed in the notebook,
+        yield {"labels": np.array([0, 2]), "num_classes": 3}     # the instructor's secret
+        for _ in range(2):                                        # when graded
+            c = int(rng.integers(2, 8))
+            yield {"labels": rng.integers(0, c, int(rng.integers(1, 20))), "num_classes": c}
+
+    SEL_MATRIX = Exercise(
+        "sel_matrix", params=("labels", "num_classes"), cases=_sel_cases,
+        reference=sel_matrix, atol=1e-10, forbid=(sel_matrix,))
+
+    def check_sel_matrix(student) -> CheckResult:
+        \"\"\"Check ``student(labels, num_classes) -> (C, n)`` against ...\"\"\"
+        return SEL_MATRIX.check(student)
+
+* ``params``: the keyword arguments the student's function is called with (its signature).
+* ``cases(rng)``: yields the inputs, a dict ``{param: value}`` per case; values are tensors,
+  arrays, numbers, strings or lists of numbers. Draw everything random from ``rng`` (a
+  ``numpy.random.Generator``) and nothing from anywhere else: the public check draws from
+  ``np.random.default_rng(public_seed)``, the graded assignment draws the *hidden* cases from the
+  instructor's secret (:meth:`Exercise.hidden_cases`). Fixed edge cases may be yielded as well;
+  they are then part of both. Keep every case valid for any draw (the chapter's solution must pass
+  for every secret: ``tests/test_assignments.py`` tries several).
+* ``reference(**case)``: the expected value, computed only after the student's function has run on
+  every case (so no frame the student's function can read holds it), and in grading only in the
+  grader's process, which never runs student code.
+* the comparison: ``atol``/``rtol`` (float64, non-finite values by position), or ``compare(got,
+  case, expected)`` returning ``None`` or a sentence, for answers judged by a property (any
+  rotation of the class means, a threshold bracketed by a factor).
+* ``forbid``: the :mod:`ncbook` functions the exercise asks the student to write; passing one, or
+  calling one, fails.
+* ``points``: (public, hidden) points in the graded assignment, default (1, 1).
+
+Then add the spec to the module's ``EXERCISES`` tuple (``ncbook.exercises.EXERCISES`` collects
+them; ``check_<name>`` must be exported) and, in the chapter, put the check cell after the
+solution: ``from ncbook.exercises import check_sel_matrix`` / ``check_sel_matrix(my_sel_matrix)``.
+The assignment builder reads the question's function name from that call; solution *text* in the
+chapter becomes a written part graded by hand. The student's function must return numbers (anything
+``numpy.asarray`` or a tensor gives as float64); an answer that is a sentence is a written part.
+Keep cases and references cheap (they run for every submission graded) and valid for every draw.
+Tests: the chapter's solution passes and a planted mistake fails with its message
+(``tests/test_exercises_<chapter>.py``); ``tests/test_assignments.py`` runs the solution on the
+hidden cases of several secrets and checks that hidden cases differ from the public ones.
+
+The public check (``check_x(f)`` in the notebook) and the graded hidden cases share this one
+definition; ``tools/assignments.py grade`` calls the student's function on both sets inside a
+sandbox through :func:`harvest`, which writes only the returned numbers, and judges them with
+:meth:`Exercise.verdicts` in a process that never imported the submission.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import io
+import json
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import torch
 
-__all__ = ["CheckResult", "run_cases"]
+__all__ = ["CheckResult", "Exercise", "Outcome", "run_cases"]
+
+Case = dict  # {parameter name: value}
+MAX_OUTPUT_SIZE = 10_000_000  # entries of one returned array kept for judging
 
 
 @dataclass(frozen=True)
@@ -206,6 +259,188 @@ def _qualname(fn: Callable) -> str:
     return f"{public}.{getattr(fn, '__name__', repr(fn))}"
 
 
+def _copy(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the student's function did on one case: a float64 array, or why there is none.
+
+    ``error`` is None for a returned value, else one of ``"not_implemented"``, ``"signature"``,
+    ``"forbidden"``, ``"exception"``, ``"none"``, ``"not_array"``, ``"too_large"``, ``"missing"``
+    (no function of that name), ``"timeout"``; ``detail`` is the sentence shown for a public case.
+    """
+
+    value: np.ndarray | None = None
+    error: str | None = None
+    detail: str = ""
+
+
+def collect(student: Any, cases: Sequence[Case], forbid: Sequence[Callable] = ()) -> list[Outcome]:
+    """Call ``student(**case)`` on copies of every case; the outputs as float64 arrays, or the errors.
+
+    Nothing here knows the expected values: they are computed afterwards (:meth:`Exercise.verdicts`).
+    """
+    if not callable(student):
+        return [Outcome(error="missing", detail=f"expected a function; got {type(student).__name__}.")] * len(cases)
+    for fn in forbid:
+        if inspect.unwrap(student) is inspect.unwrap(fn):
+            return [Outcome(error="forbidden", detail=f"this is {_qualname(fn)} itself; the exercise is to "
+                                                      "write it yourself.")] * len(cases)
+    if cases and (problem := _signature_problem(student, cases[0])):
+        return [Outcome(error="signature", detail=problem)] * len(cases)
+    out = []
+    for case in cases:
+        watcher = _CallWatcher(forbid)
+        try:
+            with watcher:
+                got = student(**{k: _copy(v) for k, v in case.items()})
+        except NotImplementedError:
+            out.append(Outcome(error="not_implemented",
+                               detail="not implemented yet (the function raised NotImplementedError)."))
+            continue
+        except Exception as exc:  # report any student error as a failed case
+            out.append(Outcome(error="exception", detail=f"raised {type(exc).__name__}: {exc}"[:2000]))
+            continue
+        if watcher.hit is not None:
+            out.append(Outcome(error="forbidden", detail=f"your function calls {_qualname(watcher.hit)}, the function "
+                                                         "this exercise asks you to write (or the check's reference); "
+                                                         "implement it without it."))
+        elif got is None:
+            out.append(Outcome(error="none", detail="returned None"))
+        else:
+            try:
+                arr = _to_numpy(got)
+            except (TypeError, ValueError, RuntimeError):
+                out.append(Outcome(error="not_array", detail=f"returned {type(got).__name__}, not an array"))
+                continue
+            if arr.size > MAX_OUTPUT_SIZE:
+                out.append(Outcome(error="too_large", detail=f"returned an array of shape {arr.shape}"))
+            else:
+                out.append(Outcome(value=arr))
+    return out
+
+
+# --------------------------------------------------------------------------- the spec
+def _secret_rng(secret: bytes, name: str) -> np.random.Generator:
+    digest = hashlib.sha256(b"ncbook-hidden-cases\0" + bytes(secret) + b"\0" + name.encode()).digest()
+    return np.random.default_rng(np.frombuffer(digest, dtype=np.uint32).tolist())
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One coding exercise: the student's signature, its cases, the reference and the comparison.
+
+    Parameters
+    ----------
+    name : str
+        The exercise's name; its public check is ``check_<name>``.
+    params : tuple of str
+        The keyword arguments the student's function is called with.
+    cases : callable
+        ``cases(rng)`` yields one dict ``{param: value}`` per case, drawing only from ``rng``.
+    reference : callable, optional
+        ``reference(**case)``: the expected value (anything ``numpy.asarray`` takes).
+    atol, rtol : float
+        Tolerances of the default comparison.
+    compare : callable, optional
+        ``compare(got, case, expected) -> None | str`` replaces the default comparison; ``got`` is
+        the student's output as a float64 array, ``expected`` the reference's (None without one).
+    forbid : tuple of callable
+        The :mod:`ncbook` functions the exercise asks to write (passing or calling one fails).
+    points : tuple of float
+        (public, hidden) points in the graded assignment.
+    public_seed : int
+        Seed of the public cases (the notebook's check).
+    hint : str
+        Appended to a failure message of a public case.
+
+    Examples
+    --------
+    >>> spec = Exercise("double", params=("x",), cases=lambda rng: [{"x": rng.standard_normal(3)}],
+    ...                 reference=lambda x: 2 * x)
+    >>> spec.check(lambda x: x + x)
+    [PASSED] double: matches the reference on 1 cases.
+    >>> bool(spec.check(lambda x: 3 * x))
+    False
+    >>> len(spec.hidden_cases(b"instructor secret")), bool(spec.hidden_cases(b"a")[0]["x"][0] != spec.public_cases()[0]["x"][0])
+    (1, True)
+    """
+
+    name: str
+    params: tuple[str, ...]
+    cases: Callable[[np.random.Generator], Iterable[Case]]
+    reference: Callable[..., Any] | None = None
+    atol: float = 1e-6
+    rtol: float = 1e-5
+    compare: Callable[[np.ndarray, Case, Any], str | None] | None = None
+    forbid: tuple[Callable, ...] = ()
+    points: tuple[float, float] = (1, 1)
+    public_seed: int = 0
+    hint: str = ""
+    summary: str = field(default="", compare=False)
+
+    def public_cases(self) -> list[Case]:
+        """The cases of the public check (the notebook's), drawn from ``public_seed``."""
+        return list(self.cases(np.random.default_rng(self.public_seed)))
+
+    def hidden_cases(self, secret: bytes) -> list[Case]:
+        """The hidden cases, drawn from the instructor's ``secret`` (bytes) and the exercise's name."""
+        return list(self.cases(_secret_rng(secret, self.name)))
+
+    def expected(self, case: Case) -> Any:
+        """The reference's value on ``case`` (None without a reference), on copies of the inputs."""
+        return None if self.reference is None else self.reference(**{k: _copy(v) for k, v in case.items()})
+
+    def verdict(self, case: Case, outcome: Outcome) -> str | None:
+        """None when ``outcome`` is right for ``case``; otherwise the sentence a public check shows."""
+        if outcome.error is not None:
+            if outcome.error in ("exception", "none", "not_array", "too_large"):
+                return f"{outcome.detail} on input {_describe(case)}" + \
+                    (": is a `return` missing?" if outcome.error == "none" else ".")
+            return outcome.detail
+        expected = self.expected(case)
+        if self.compare is not None:
+            problem = self.compare(outcome.value, case, expected)
+            return None if problem is None else f"on input {_describe(case)}:\n  {problem}{self.hint}"
+        expected = _to_numpy(expected)
+        problem = compare_arrays(outcome.value, expected, atol=self.atol, rtol=self.rtol)
+        if problem is None:
+            return None
+        return (f"on input {_describe(case)}:\n  {problem}.\n  expected {format_array(expected)}\n"
+                f"  got      {format_array(outcome.value)}{self.hint}")
+
+    def verdicts(self, cases: Sequence[Case], outcomes: Sequence[Outcome]) -> list[str | None]:
+        """:meth:`verdict` of every case (the grader's judgement of harvested outputs)."""
+        if len(outcomes) != len(cases):
+            return ["the number of results does not match the number of cases"] * len(cases)
+        return [self.verdict(c, o) for c, o in zip(cases, outcomes)]
+
+    def judge(self, cases: Sequence[Case], outcomes: Sequence[Outcome]) -> CheckResult:
+        """A :class:`CheckResult`: the first failing case's sentence, or how many cases matched."""
+        for case, outcome in zip(cases, outcomes):
+            problem = self.verdict(case, outcome)
+            if problem is not None:
+                return CheckResult(self.name, False, problem)
+        return CheckResult(self.name, True, self.summary or f"matches the reference on {len(cases)} cases.")
+
+    def watched(self) -> tuple[Callable, ...]:
+        """The functions a student's function may not call: ``forbid`` and the reference itself."""
+        return self.forbid + ((self.reference,) if self.reference is not None else ())
+
+    def check(self, student: Callable[..., Any]) -> CheckResult:
+        """The public check: ``student`` on the public cases, judged after every call has returned."""
+        cases = self.public_cases()
+        return self.judge(cases, collect(student, cases, self.watched()))
+
+
 def run_cases(
     name: str,
     student: Callable[..., Any],
@@ -216,7 +451,7 @@ def run_cases(
     rtol: float = 1e-5,
     forbid: Sequence[Callable] = (),
 ) -> CheckResult:
-    """Compare ``student(**case)`` with ``reference(**case)`` on every case.
+    """Compare ``student(**case)`` with ``reference(**case)`` on every case (an ad-hoc check).
 
     Parameters
     ----------
@@ -225,9 +460,9 @@ def run_cases(
     student, reference : callable
         Called with the same keyword arguments; results are compared as float64
         arrays (shape first, then non-finite positions, then finite values within
-        ``atol + rtol * |expected|``).
+        ``atol + rtol * |expected|``). ``reference`` runs after every student call.
     cases : iterable of dict
-        Keyword arguments; tensors are cloned before each call so an in-place
+        Keyword arguments; inputs are copied before each call so an in-place
         student function cannot corrupt the reference.
     forbid : sequence of callable, optional
         The ``ncbook`` functions the exercise asks the student to write: passing one of
@@ -238,42 +473,123 @@ def run_cases(
     CheckResult
         ``passed`` is False on the first failing case; the message names the input,
         the expected and received values, or the signature problem.
+
+    Examples
+    --------
+    >>> run_cases("double", lambda x: x + x, lambda x: 2 * x, [{"x": np.ones(2)}])
+    [PASSED] double: matches the reference on 1 cases.
     """
-    if not callable(student):
-        return CheckResult(name, False, f"expected a function; got {type(student).__name__}.")
-    for fn in forbid:
-        if inspect.unwrap(student) is inspect.unwrap(fn):
-            return CheckResult(name, False, f"this is {_qualname(fn)} itself; the exercise is to write it yourself.")
-    count = 0
-    for case in cases:
-        count += 1
-        if count == 1 and (problem := _signature_problem(student, case)):
-            return CheckResult(name, False, problem)
-        fresh = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in case.items()}
-        expected = _to_numpy(reference(**fresh))
-        fresh = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in case.items()}
-        watcher = _CallWatcher(forbid)
-        try:
-            with watcher:
-                got_raw = student(**fresh)
-        except NotImplementedError:
-            return CheckResult(name, False, "not implemented yet (the function raised NotImplementedError).")
-        except Exception as exc:  # report any student error as a failed case
-            return CheckResult(name, False, f"raised {type(exc).__name__}: {exc} on input {_describe(case)}.")
-        if watcher.hit is not None:
-            return CheckResult(name, False, f"your function calls {_qualname(watcher.hit)}, the function this "
-                                            "exercise asks you to write; implement it without it.")
-        if got_raw is None:
-            return CheckResult(name, False, f"returned None on input {_describe(case)}: is a `return` missing?")
-        try:
-            got = _to_numpy(got_raw)
-        except (TypeError, ValueError):
-            return CheckResult(name, False, f"returned {type(got_raw).__name__}, not an array, on input {_describe(case)}.")
-        problem = compare_arrays(got, expected, atol=atol, rtol=rtol)
-        if problem is not None:
-            return CheckResult(
-                name, False,
-                f"on input {_describe(case)}:\n  {problem}.\n  expected {format_array(expected)}\n"
-                f"  got      {format_array(got)}",
-            )
-    return CheckResult(name, True, f"matches the reference on {count} cases.")
+    cases = list(cases)
+    spec = Exercise(name, tuple(cases[0]) if cases else (), lambda rng: cases, reference, atol=atol, rtol=rtol,
+                    forbid=tuple(forbid))
+    return spec.check(student)
+
+
+# --------------------------------------------------------------------------- cases and outcomes as data
+_TORCH_DTYPES = {str(d).removeprefix("torch."): d for d in (torch.float64, torch.float32, torch.float16, torch.int64,
+                                                              torch.int32, torch.int16, torch.int8, torch.uint8,
+                                                              torch.bool)}
+
+
+def _pack_value(value: Any, key: str, arrays: dict) -> dict:
+    if isinstance(value, torch.Tensor):
+        arrays[key] = value.detach().cpu().numpy()
+        return {"kind": "tensor", "key": key, "dtype": str(value.dtype).removeprefix("torch.")}
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError(f"case value {key} is an object array; use numbers")
+        arrays[key] = value
+        return {"kind": "ndarray", "key": key}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return {"kind": "json", "value": value}
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return {"kind": "numpy_scalar", "value": value.item(), "dtype": value.dtype.str}
+    if isinstance(value, (list, tuple)):
+        json.dumps(value)  # numbers and strings only
+        return {"kind": "list", "value": list(value)}
+    raise TypeError(f"case value {key} has type {type(value).__name__}; use tensors, arrays, numbers, "
+                    "strings or lists of numbers")
+
+
+def _unpack_value(meta: dict, arrays: Any) -> Any:
+    kind = meta["kind"]
+    if kind == "tensor":
+        return torch.from_numpy(np.array(arrays[meta["key"]])).to(_TORCH_DTYPES[meta["dtype"]])
+    if kind == "ndarray":
+        return np.array(arrays[meta["key"]])
+    if kind == "numpy_scalar":
+        return np.array(meta["value"], dtype=np.dtype(meta["dtype"]))[()]
+    return meta["value"]
+
+
+def _npz(arrays: dict, meta: Any) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    return buffer.getvalue()
+
+
+def _read_npz(data: bytes) -> tuple[Any, dict]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(arrays.pop("__meta__").tobytes().decode())
+    return meta, arrays
+
+
+def pack_cases(cases: Sequence[Case]) -> bytes:
+    """The cases as an ``.npz`` file's bytes (arrays, and their kinds as JSON; no pickles)."""
+    arrays: dict = {}
+    meta = [{k: _pack_value(v, f"c{i}_{k}", arrays) for k, v in case.items()} for i, case in enumerate(cases)]
+    return _npz(arrays, meta)
+
+
+def unpack_cases(data: bytes) -> list[Case]:
+    """The inverse of :func:`pack_cases` (``allow_pickle=False``)."""
+    meta, arrays = _read_npz(data)
+    return [{k: _unpack_value(m, arrays) for k, m in case.items()} for case in meta]
+
+
+def pack_outcomes(outcomes: Sequence[Outcome]) -> bytes:
+    """Outcomes as an ``.npz`` file's bytes: the returned arrays, and the errors as JSON."""
+    arrays = {f"o{i}": o.value for i, o in enumerate(outcomes) if o.value is not None}
+    meta = [{"error": o.error, "detail": o.detail[:2000]} for o in outcomes]
+    return _npz(arrays, meta)
+
+
+def unpack_outcomes(data: bytes) -> list[Outcome]:
+    """The inverse of :func:`pack_outcomes`, checked: float64 arrays only, known error kinds."""
+    meta, arrays = _read_npz(data)
+    out = []
+    for i, m in enumerate(meta):
+        value = arrays.get(f"o{i}")
+        if m.get("error") is None and (value is None or value.dtype != np.float64):
+            out.append(Outcome(error="missing", detail="no value came back"))
+        elif m.get("error") is None:
+            out.append(Outcome(value=value))
+        else:
+            out.append(Outcome(error=str(m["error"])[:40], detail=str(m.get("detail", ""))[:2000]))
+    return out
+
+
+def _watched(name: str) -> tuple[Callable, ...]:
+    from . import EXERCISES
+
+    return EXERCISES[name].watched() if name in EXERCISES else ()
+
+
+def harvest(name: str, student: Any, inputs: str, outputs: str, *, function: str = "") -> None:
+    """Apply ``student`` to the cases in the file ``inputs``; write the outcomes (numbers only) to ``outputs``.
+
+    This runs in the submission's own (sandboxed) kernel after its notebook has run; the grader
+    reads the file and judges it in a process of its own. Only the forbidden functions of the
+    exercise ``name`` are looked up here, never its reference. ``function`` is the name the
+    student's function should have (for the message when it is missing).
+    """
+    with open(inputs, "rb") as f:
+        cases = unpack_cases(f.read())
+    if student is None:
+        outcomes = [Outcome(error="missing", detail=f"no function named {function or name} was defined.")] * len(cases)
+    else:
+        outcomes = collect(student, cases, _watched(name))
+    data = pack_outcomes(outcomes)
+    with open(outputs, "wb") as f:
+        f.write(data)
