@@ -1,9 +1,11 @@
 """The execution cache extension (book/_ext/ncbook_cache.py) and the offline-asset step without npm."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,16 +18,23 @@ import ncbook_cache  # noqa: E402
 
 
 def _tree(tmp_path, text="X = 1\n"):
-    (tmp_path / "ncbook").mkdir(exist_ok=True)
+    (tmp_path / "ncbook").mkdir(parents=True, exist_ok=True)
     (tmp_path / "ncbook" / "__init__.py").write_text(text)
     return tmp_path
 
 
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch):
+    """Each test sets the variables it needs: none of the caller's leaks into a key."""
+    for name in ("NCBOOK_PROFILE", "NCBOOK_SCALE", "NCBOOK_DATA", "NCBOOK_RESULTS", "NCBOOK_EXECUTION_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_cache_folder_is_keyed_on_profile_and_package(tmp_path, monkeypatch):
-    monkeypatch.delenv("NCBOOK_EXECUTION_CACHE", raising=False)
     root = _tree(tmp_path)
     quick, full = ncbook_cache.cache_folder(root, "quick"), ncbook_cache.cache_folder(root, "full")
     assert quick != full and quick.parent == root / ".jupyter_cache"
+    assert quick.name.startswith("quick-paper-") and full.name.startswith("full-paper-")
     assert ncbook_cache.cache_folder(root, "quick") == quick  # stable
     (root / "ncbook" / "__init__.py").write_text("X = 2\n")  # any package change moves the folder
     assert ncbook_cache.cache_folder(root, "quick") != quick
@@ -38,6 +47,96 @@ def test_cache_folder_is_keyed_on_profile_and_package(tmp_path, monkeypatch):
     assert ncbook_cache.cache_folder(root, "quick").parent == tmp_path / "elsewhere"
 
 
+def test_smoke_and_paper_builds_never_share_outputs(tmp_path, monkeypatch):
+    """Same profile, same code cells: the smoke scale gets its own cache folder and its own claim records."""
+    root = _tree(tmp_path / "repo")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))           # the smoke scale's scratch folders
+    monkeypatch.setenv("NCBOOK_PROFILE", "full")
+    paper_key = ncbook_cache.cache_key(root)
+    app_paper, config_paper = _app(root)
+    ncbook_cache.configure(app_paper, config_paper)
+    monkeypatch.setenv("NCBOOK_SCALE", "smoke")
+    smoke_key = ncbook_cache.cache_key(root)
+    app_smoke, config_smoke = _app(root)
+    ncbook_cache.configure(app_smoke, config_smoke)
+    assert (paper_key["scale"], smoke_key["scale"]) == ("paper", "smoke")
+    assert config_paper.nb_execution_cache_path != config_smoke.nb_execution_cache_path
+    assert Path(config_smoke.nb_execution_cache_path).name.startswith("full-smoke-")
+    records_paper, records_smoke = app_paper.ncbook_claims[0], app_smoke.ncbook_claims[0]
+    assert records_paper == root / "results" / "claims" / "full"     # the committed records
+    assert records_smoke == scratch / "ncbook-smoke-results" / "claims" / "full"  # as the kernels write it
+    # a smoke build's records are saved next to its cache and never restored into the paper build's
+    records_smoke.mkdir(parents=True, exist_ok=True)
+    (records_smoke / "seli.json").write_text("[]")
+    ncbook_cache.save_claims(app_smoke, None)
+    monkeypatch.delenv("NCBOOK_SCALE")
+    app_again, config_again = _app(root)
+    ncbook_cache.configure(app_again, config_again)
+    assert config_again.nb_execution_cache_path == config_paper.nb_execution_cache_path
+    assert not (records_paper / "seli.json").exists()
+    key = json.loads((Path(config_smoke.nb_execution_cache_path) / "key.json").read_text())
+    assert key == json.loads(json.dumps(smoke_key))                   # the folder says what it was keyed on
+
+
+def test_cache_key_holds_libraries_python_data_and_recorded_runs(tmp_path, monkeypatch):
+    root = _tree(tmp_path)
+    monkeypatch.setenv("NCBOOK_PROFILE", "full")
+    key = ncbook_cache.cache_key(root)
+    assert set(key) == {"profile", "scale", "python", "libraries", "ncbook", "data", "recorded runs"}
+    assert {"torch", "numpy", "scipy", "cvxpy", "torchvision"} <= set(key["libraries"])
+    base = ncbook_cache.cache_folder(root)
+
+    real_version = ncbook_cache.metadata.version
+    monkeypatch.setattr(ncbook_cache.metadata, "version",
+                        lambda name: "0.0-other" if name == "scipy" else real_version(name))
+    assert ncbook_cache.cache_folder(root) != base                    # a library upgrade
+    monkeypatch.setattr(ncbook_cache.metadata, "version", real_version)
+    monkeypatch.setattr(ncbook_cache.platform, "python_version", lambda: "3.99.0")
+    assert ncbook_cache.cache_folder(root) != base                    # another Python
+    monkeypatch.undo()
+    monkeypatch.setenv("NCBOOK_PROFILE", "full")
+    assert ncbook_cache.cache_folder(root) == base
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("NCBOOK_DATA", str(data))
+    assert ncbook_cache.cache_key(root)["data"] == {"cifar10": "absent", "cifar100": "absent"}
+    no_data = ncbook_cache.cache_folder(root)
+    folder = data / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    (folder / "data_batch_1").write_bytes(b"x" * 10)
+    (folder / "ncbook-standin.json").write_text('{"md5": {"data_batch_1": "a"}}')
+    standin = ncbook_cache.cache_folder(root)
+    assert standin != no_data                                         # a stand-in appeared
+    (folder / "ncbook-standin.json").write_text('{"md5": {"data_batch_1": "b"}}')
+    assert ncbook_cache.cache_folder(root) != standin                 # another stand-in, same file sizes
+    (folder / "ncbook-standin.json").unlink()
+    (folder / "data_batch_1").write_bytes(b"x" * 11)
+    assert ncbook_cache.cache_folder(root) not in (standin, no_data)   # real files
+    real = ncbook_cache.cache_folder(root)
+    (data / "ncbook-cifar100.tar.xz").write_bytes(b"packed")
+    assert ncbook_cache.cache_folder(root) != real                    # a packed archive to unpack
+
+    results = tmp_path / "elsewhere-results"
+    monkeypatch.setenv("NCBOOK_RESULTS", str(results))
+    before = ncbook_cache.cache_folder(root)
+    (results / "claims" / "full").mkdir(parents=True)
+    (results / "claims" / "full" / "seli.json").write_text("[]")   # what chapters write: not in the key
+    assert ncbook_cache.cache_folder(root) == before
+    (results / "inverse_reweighting").mkdir()
+    (results / "inverse_reweighting" / "cifar10-summary-seed0.json").write_text("{}")  # what chapters read
+    assert ncbook_cache.cache_folder(root) != before
+
+
+def test_kernel_paths_resolve_from_the_chapters_folder(tmp_path, monkeypatch):
+    root = _tree(tmp_path)
+    assert ncbook_cache.kernel_results_dir(root) == (root / "results").resolve()
+    assert ncbook_cache.kernel_data_root(root) == (root / "book" / "data").resolve()
+    monkeypatch.setenv("NCBOOK_DATA", "../data")
+    assert ncbook_cache.kernel_data_root(root) == (root / "data").resolve()
+
+
 def _app(root, mode="cache"):
     values = {"mathjax_path": SimpleNamespace(default="default-mathjax"),
               "nb_ipywidgets_js": SimpleNamespace(default={"default.js": {}})}
@@ -47,7 +146,6 @@ def _app(root, mode="cache"):
 
 
 def test_configure_sets_the_cache_restores_and_saves_claims(tmp_path, monkeypatch):
-    monkeypatch.delenv("NCBOOK_EXECUTION_CACHE", raising=False)
     monkeypatch.setenv("NCBOOK_PROFILE", "quick")
     root = _tree(tmp_path)
     folder = ncbook_cache.cache_folder(root, "quick")

@@ -115,15 +115,15 @@ def test_results_round_trip(tmp_path):
 
     assert rec["bf16_native"] is native_bf16()  # the precision amp=True trained in, with the device
     assert book.load_results(tmp_path / "nothing") == []
-    book.record_claim(tmp_path, chapter="nc_primer", claim="c", ours=1.0, setting="s", profile="quick",
-                       tolerance={"above": 0})
+    book.record_claim(tmp_path, kind="check", chapter="nc_primer", claim="c", ours=1.0, setting="s",
+                       profile="quick", tolerance={"above": 0})
     assert len(book.load_results(tmp_path)) == 1  # claims are not results
     with pytest.raises(ValueError, match="setting must be letters"):
         book.save_result(tmp_path, chapter="x", setting="a b", seed=0, metrics={}, wall_seconds=0)
 
 
 def test_claims_replace_by_claim_and_profile(tmp_path):
-    kw = dict(chapter="seli", claim="w_min/w_maj at R = 10", setting="closed form", derived=0.7079,
+    kw = dict(kind="check", chapter="seli", claim="w_min/w_maj at R = 10", setting="closed form", derived=0.7079,
               derived_how="closed form", tolerance={"abs": 1e-3, "against": "derived"})
     book.record_claim(tmp_path, ours=0.70, profile="quick", **kw)
     book.record_claim(tmp_path, ours=0.7079, profile="quick", **kw)
@@ -131,7 +131,7 @@ def test_claims_replace_by_claim_and_profile(tmp_path):
     claims = book.load_claims(tmp_path)
     assert [(c["profile"], c["ours"]) for c in claims] == [("quick", 0.7079), ("full", 0.71)]
     assert (tmp_path / "claims" / "full" / "seli.json").exists()  # full records are kept apart (committed)
-    with pytest.raises(ValueError, match="profile must be 'quick' or 'full'"):
+    with pytest.raises(ValueError, match="profile must be one of"):
         book.record_claim(tmp_path, ours=1.0, profile="fast", **kw)
 
 

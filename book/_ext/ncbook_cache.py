@@ -2,21 +2,28 @@
 
 With ``execute_notebooks: cache`` myst-nb keeps each executed notebook in a jupyter-cache
 folder keyed on the notebook's code cells, so a prose-only edit rebuilds without executing
-anything. That key does not see what the code imports: the profile (``NCBOOK_PROFILE``) and the
-``ncbook`` package. This extension makes the cache folder itself carry them:
+anything. That key does not see what else changes what a chapter computes. This extension makes
+the cache folder itself carry it (:func:`cache_key`):
 
-    <base>/<profile>-<hash of the ncbook sources and the numeric library versions>/
+    <base>/<profile>-<scale>-<hash of the key>/
 
-so a change of profile or of any file under ``ncbook/`` starts a different folder (every
-chapter executes again), and the cache never serves one profile's outputs to another. ``<base>``
-is ``$NCBOOK_EXECUTION_CACHE`` if set, else ``.jupyter_cache/`` at the repository root: outside
+where the key holds the profile (``ncbook.profile()``), the scale (``ncbook.scale()``: a smoke
+build and a paper-scale build of the full profile never share outputs), the Python version and
+the versions of the libraries in :data:`LIBRARIES`, every file under ``ncbook/`` (path and bytes),
+the data the kernels will find (for each CIFAR data set under ``ncbook.data_root()``: its files'
+names and sizes, the stand-in's manifest, a packed archive) and the recorded full-profile runs
+under ``ncbook.results_dir()`` that the chapters display. A change of any of them starts a
+different folder (every chapter executes again), and the cache never serves one setting's outputs
+to another. ``key.json`` in the folder says what it was keyed on. ``<base>`` is
+``$NCBOOK_EXECUTION_CACHE`` if set, else ``.jupyter_cache/`` at the repository root: outside
 ``_build/``, so a clean build (``rm -rf _build``) on the same machine reuses it.
 
 Two pages depend on more than their own code:
 
-* the claim records a chapter writes when it executes (``results/claims/<profile>/<stem>.json``)
-  are kept next to the cached notebooks and put back before the build, so a chapter served from
-  the cache still has its records, matching its cached outputs;
+* the claim records a chapter writes when it executes (``<results>/claims/<profile>/<stem>.json``,
+  ``<results>`` being ``ncbook.results_dir()`` as the kernels see it: ``results/``, or a scratch
+  folder at the smoke scale) are kept next to the cached notebooks and put back before the build,
+  so a chapter served from the cache still has its records, matching its cached outputs;
 * the pages in :data:`FORCE` (the reproduction page, which reads those records) are executed on
   every read (``ncbook_order`` re-reads it whenever another page is re-read).
 
@@ -51,6 +58,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import time
@@ -63,7 +71,7 @@ from typing import Any
 FORCE = ("book/reproduction",)
 PROGRESS_ENV = "NCBOOK_PROGRESS"  # "0": ncbook.profiles.show_progress() is False (no tqdm bars in the pages)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes in tracebacks
-LIBRARIES = ("numpy", "scipy", "torch", "cvxpy", "scikit-learn")
+LIBRARIES = ("numpy", "scipy", "torch", "torchvision", "cvxpy", "clarabel", "scikit-learn", "matplotlib", "joblib")
 VENDOR = Path("book") / "_vendor"
 
 
@@ -77,20 +85,122 @@ def current_profile() -> str:
         return os.environ.get("NCBOOK_PROFILE", "quick")
 
 
+def current_scale() -> str:
+    """The scale the kernels will see: ``ncbook.scale()`` (it reads ``NCBOOK_SCALE``)."""
+    try:
+        import ncbook
+
+        return ncbook.scale()
+    except Exception:
+        return os.environ.get("NCBOOK_SCALE", "").strip().lower() or "paper"
+
+
 def package_hash(root: Path) -> str:
-    """SHA-256 (16 hex digits) of every file under ``ncbook/`` (path and bytes) and the library versions."""
+    """SHA-256 (16 hex digits) of every file under ``ncbook/`` (path and bytes), byte code left out."""
     digest = hashlib.sha256()
     pkg = root / "ncbook"
     for path in sorted(pkg.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             digest.update(path.relative_to(root).as_posix().encode())
             digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def library_versions() -> dict[str, str]:
+    """The installed version of each library in :data:`LIBRARIES` (``"missing"`` if absent)."""
+    versions = {}
     for name in LIBRARIES:
         try:
-            digest.update(f"{name}=={metadata.version(name)}".encode())
+            versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
-            digest.update(f"{name} missing".encode())
+            versions[name] = "missing"
+    return versions
+
+
+def _kernel_path(root: Path, value: str) -> Path:
+    """A path as a kernel resolves it: the chapters execute in ``book/``."""
+    path = Path(value)
+    return path if path.is_absolute() else (root / "book" / path).resolve()
+
+
+def kernel_data_root(root: Path) -> Path:
+    """``ncbook.data_root()`` as the kernels resolve it (``NCBOOK_DATA``, the smoke stand-in, or ``book/data``)."""
+    try:
+        import ncbook
+
+        value = ncbook.data_root()
+    except Exception:
+        value = os.environ.get("NCBOOK_DATA", "").strip() or "data"
+    return _kernel_path(root, value)
+
+
+def kernel_results_dir(root: Path) -> Path:
+    """``ncbook.results_dir()`` as the kernels resolve it (``NCBOOK_RESULTS``, a smoke scratch folder, or ``results/``)."""
+    try:
+        import ncbook
+
+        value = ncbook.results_dir()
+    except Exception:
+        value = os.environ.get("NCBOOK_RESULTS", "").strip() or "../results"
+    return _kernel_path(root, value)
+
+
+CIFAR = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}  # torchvision's folders
+STANDIN_MANIFEST = "ncbook-standin.json"
+
+
+def data_fingerprint(data_root: Path) -> dict[str, Any]:
+    """What the chapters will find under ``data_root``, per CIFAR data set.
+
+    For each data set: ``"absent"``, or its files' names and sizes (the real archives' contents are
+    fixed by torchvision's checksums) and, for a stand-in, the SHA-256 of its manifest (which holds
+    the md5 of every file); a packed archive (``ncbook-<name>.tar.xz``) by name and size.
+    """
+    found: dict[str, Any] = {}
+    for name, folder in CIFAR.items():
+        entry: dict[str, Any] = {}
+        path = data_root / folder
+        if path.is_dir():
+            entry["files"] = {p.relative_to(path).as_posix(): p.stat().st_size
+                              for p in sorted(path.rglob("*")) if p.is_file()}
+            manifest = path / STANDIN_MANIFEST
+            if manifest.is_file():
+                entry["stand-in manifest"] = hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+        packed = data_root / f"ncbook-{name}.tar.xz"
+        if packed.is_file():
+            entry["packed"] = packed.stat().st_size
+        found[name] = entry or "absent"
+    return found
+
+
+def recorded_runs_hash(results: Path) -> str:
+    """SHA-256 (16 hex digits) of the recorded full-profile runs the chapters display (``<results>/<chapter>/*.json``).
+
+    The claim records (``<results>/claims/``) are what the chapters write, not what they read, and stay out.
+    """
+    digest = hashlib.sha256()
+    if results.is_dir():
+        for path in sorted(results.glob("*/**/*.json")):
+            rel = path.relative_to(results)
+            if rel.parts[0] != "claims":
+                digest.update(rel.as_posix().encode())
+                digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def cache_key(root: Path, profile: str | None = None) -> dict[str, Any]:
+    """Everything outside a chapter's code cells that changes what it computes, as plain data:
+    profile, scale, Python and library versions, the ``ncbook`` sources, the data present and the
+    recorded runs the chapters display."""
+    return {
+        "profile": profile or current_profile(),
+        "scale": current_scale(),
+        "python": platform.python_version(),
+        "libraries": library_versions(),
+        "ncbook": package_hash(root),
+        "data": data_fingerprint(kernel_data_root(root)),
+        "recorded runs": recorded_runs_hash(kernel_results_dir(root)),
+    }
 
 
 def cache_base(root: Path) -> Path:
@@ -98,8 +208,11 @@ def cache_base(root: Path) -> Path:
     return Path(base).resolve() if base else root / ".jupyter_cache"
 
 
-def cache_folder(root: Path, profile: str) -> Path:
-    return cache_base(root) / f"{profile}-{package_hash(root)}"
+def cache_folder(root: Path, profile: str | None = None, key: dict | None = None) -> Path:
+    """``<base>/<profile>-<scale>-<hash of the key>`` (``key`` defaults to :func:`cache_key`)."""
+    key = cache_key(root, profile) if key is None else key
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_base(root) / f"{key['profile']}-{key['scale']}-{digest}"
 
 
 def _copy_json(src: Path, dst: Path) -> int:
@@ -125,12 +238,16 @@ def configure(app, config) -> None:
         rel = base.relative_to(root.resolve() if base.is_relative_to(root.resolve()) else root).as_posix()
         config.exclude_patterns = [*config.exclude_patterns, rel, f"{rel}/**"]
     profile = current_profile()
-    folder = cache_folder(root, profile)
+    key = cache_key(root, profile)
+    folder = cache_folder(root, key=key)
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "key.json").write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
     config.nb_execution_cache_path = str(folder)
-    app.ncbook_claims = (root / "results" / "claims" / profile, folder / "claims")
-    restored = _copy_json(folder / "claims", root / "results" / "claims" / profile)
-    print(f"ncbook_cache: execution cache {folder} (profile {profile}); {restored} claim records restored")
+    records = kernel_results_dir(root) / "claims" / profile  # where the kernels write this profile's records
+    app.ncbook_claims = (records, folder / "claims")
+    restored = _copy_json(folder / "claims", records)
+    print(f"ncbook_cache: execution cache {folder} (profile {profile}, scale {key['scale']}); "
+          f"{restored} claim records restored")
 
 
 def quiet_progress(app, config) -> None:
