@@ -15,6 +15,9 @@ import torch
 
 __all__ = [
     "as_float64",
+    "check_bool",
+    "check_callable",
+    "check_path",
     "check_class_vector",
     "check_counts",
     "check_features",
@@ -105,6 +108,50 @@ def check_int(name: str, value: Any, minimum: int, maximum: int | None = None, *
     if int(value) < minimum or (maximum is not None and int(value) > maximum):
         raise ValueError(f"{name} must be an integer {bound}{' or None' if allow_none else ''}{gloss}; got {int(value)}.")
     return int(value)
+
+
+def check_bool(name: str, value: Any, *, allow_none: bool = False) -> bool | None:
+    """Return ``value`` as a ``bool`` if it is one (Python or numpy bool, or a 0-d bool tensor); else raise.
+
+    A string such as ``"no"`` would be truthy: it is refused, not read as True.
+
+    Examples
+    --------
+    >>> check_bool("normalize", True)
+    True
+    >>> check_bool("normalize", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: normalize must be True or False; got str 'no'.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype == torch.bool:
+        return bool(value)
+    raise TypeError(f"{name} must be True or False{' or None' if allow_none else ''}; got {type(value).__name__} {value!r}.")
+
+
+def check_callable(name: str, value: Any, *, allow_none: bool = False) -> Any:
+    """Return ``value`` if it is callable (or None with ``allow_none``); else raise ``TypeError``."""
+    if (value is None and allow_none) or callable(value):
+        return value
+    raise TypeError(f"{name} must be callable{' or None' if allow_none else ''}; got {type(value).__name__} {value!r}.")
+
+
+def check_path(name: str, value: Any, *, allow_none: bool = False) -> Any:
+    """Return ``value`` if it is a path (``str`` or ``os.PathLike``, not empty); else raise ``TypeError``/``ValueError``."""
+    import os
+
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path){' or None' if allow_none else ''}; "
+                        f"got {type(value).__name__} {value!r}.")
+    if not str(value):
+        raise ValueError(f"{name} must not be an empty path.")
+    return value
 
 
 def safe_eps(dtype: torch.dtype) -> float:

@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-__all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
+__all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "show_progress", "PROFILES", "SCALES"]
 
 PROFILES = ("quick", "full")
 SCALES = ("paper", "smoke")
@@ -57,6 +57,27 @@ def scale() -> str:
     if value not in SCALES:
         raise ValueError(f"NCBOOK_SCALE must be one of {list(SCALES)}; got {value!r}.")
     return value
+
+
+def show_progress() -> bool:
+    """Whether training loops and comparisons show progress bars: False when ``NCBOOK_PROGRESS=0``.
+
+    The default of ``progress`` in :func:`ncbook.train.fit` and :func:`ncbook.train.run_parallel`.
+
+    Raises
+    ------
+    ValueError
+        If ``NCBOOK_PROGRESS`` is set to anything but ``"0"``, ``"1"`` or the empty string.
+
+    Examples
+    --------
+    >>> isinstance(show_progress(), bool)   # False where NCBOOK_PROGRESS=0
+    True
+    """
+    value = os.environ.get("NCBOOK_PROGRESS", "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"NCBOOK_PROGRESS must be '0' (no progress bars), '1' or empty; got {value!r}.")
+    return value != "0"
 
 
 def default_device() -> torch.device:
