@@ -53,6 +53,23 @@ _ENV_PREFIXES = ("NCBOOK_",)
 _ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG",)
 
 
+# where torch has the per-backend fp32 precision API (2.9 on), it holds the TF32/bf16 choices; reading
+# or writing the older flags (allow_tf32, set_float32_matmul_precision) after it raises, so only one is used
+_PRECISION_BACKENDS = ("", "cuda.matmul", "cudnn", "cudnn.conv", "cudnn.rnn", "mkldnn", "mkldnn.matmul",
+                       "mkldnn.conv", "mkldnn.rnn")
+
+
+def _backend(path: str):
+    obj = torch.backends
+    for part in filter(None, path.split(".")):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _new_precision_api() -> bool:
+    return hasattr(torch.backends.cuda.matmul, "fp32_precision")
+
+
 @dataclass(frozen=True)
 class _TorchSettings:
     """The global torch state a run depends on, captured in the caller and applied in a worker."""
@@ -60,11 +77,9 @@ class _TorchSettings:
     default_dtype: torch.dtype
     deterministic: bool
     deterministic_warn_only: bool
-    float32_matmul_precision: str
-    cuda_matmul_tf32: bool
+    precision: tuple  # (backend, fp32_precision) pairs, or (("legacy", matmul precision, tf32 flags),)
     cuda_matmul_fp16_reduced: bool
     cuda_matmul_bf16_reduced: bool
-    cudnn_tf32: bool
     cudnn_deterministic: bool
     cudnn_benchmark: bool
     env: tuple
@@ -72,15 +87,19 @@ class _TorchSettings:
     @classmethod
     def capture(cls) -> "_TorchSettings":
         matmul = torch.backends.cuda.matmul
+        if _new_precision_api():
+            precision = tuple((path, _backend(path).fp32_precision) for path in _PRECISION_BACKENDS
+                              if hasattr(_backend(path), "fp32_precision"))
+        else:
+            precision = (("legacy", torch.get_float32_matmul_precision(), matmul.allow_tf32, torch.backends.cudnn.allow_tf32),)
         env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES))
         return cls(
             default_dtype=torch.get_default_dtype(), deterministic=torch.are_deterministic_algorithms_enabled(),
-            deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
-            float32_matmul_precision=torch.get_float32_matmul_precision(), cuda_matmul_tf32=matmul.allow_tf32,
+            deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(), precision=precision,
             cuda_matmul_fp16_reduced=matmul.allow_fp16_reduced_precision_reduction,
             cuda_matmul_bf16_reduced=matmul.allow_bf16_reduced_precision_reduction,
-            cudnn_tf32=torch.backends.cudnn.allow_tf32, cudnn_deterministic=torch.backends.cudnn.deterministic,
-            cudnn_benchmark=torch.backends.cudnn.benchmark, env=env)
+            cudnn_deterministic=torch.backends.cudnn.deterministic, cudnn_benchmark=torch.backends.cudnn.benchmark,
+            env=env)
 
     def apply(self) -> None:
         for key in [k for k in os.environ if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES]:
@@ -88,12 +107,15 @@ class _TorchSettings:
         os.environ.update(dict(self.env))
         torch.set_default_dtype(self.default_dtype)
         torch.use_deterministic_algorithms(self.deterministic, warn_only=self.deterministic_warn_only)
-        torch.set_float32_matmul_precision(self.float32_matmul_precision)
         matmul = torch.backends.cuda.matmul
-        matmul.allow_tf32 = self.cuda_matmul_tf32
+        if self.precision and self.precision[0][0] == "legacy":
+            _, matmul_precision, matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = self.precision[0]
+            torch.set_float32_matmul_precision(matmul_precision)
+        else:
+            for path, value in self.precision:
+                _backend(path).fp32_precision = value
         matmul.allow_fp16_reduced_precision_reduction = self.cuda_matmul_fp16_reduced
         matmul.allow_bf16_reduced_precision_reduction = self.cuda_matmul_bf16_reduced
-        torch.backends.cudnn.allow_tf32 = self.cudnn_tf32
         torch.backends.cudnn.deterministic = self.cudnn_deterministic
         torch.backends.cudnn.benchmark = self.cudnn_benchmark
 
