@@ -296,8 +296,12 @@ class _Features(nn.Module):
         return self.model.forward_features(x)
 
 
-def _data_parallel(model, global_batch: int, device, sync_batchnorm: bool):
-    """The forward call and this rank's slice of each global batch (all of it without a process group)."""
+def _data_parallel(model, global_batch: int, device, sync_batchnorm: bool, find_unused: bool = False):
+    """The forward call and this rank's slice of each global batch (all of it without a process group).
+
+    ``find_unused``: a loss that reads the features may leave the classifier without a gradient (as in one
+    process, where it then keeps ``grad = None`` and no weight decay); DDP must be told to look for that.
+    """
     ws = world_size()
     if ws == 1:
         return model.forward_features, slice(None)
@@ -307,7 +311,7 @@ def _data_parallel(model, global_batch: int, device, sync_batchnorm: bool):
     if sync_batchnorm:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     ids = [device.index] if device.type == "cuda" else None
-    net = nn.parallel.DistributedDataParallel(_Features(model), device_ids=ids)
+    net = nn.parallel.DistributedDataParallel(_Features(model), device_ids=ids, find_unused_parameters=find_unused)
     part = global_batch // ws
     return net, slice(rank() * part, (rank() + 1) * part)
 
@@ -482,7 +486,8 @@ def _fit(model, loss_fn, train, test, cfg: _FitSettings, ckpt, state, fingerprin
     if isinstance(loss_fn, nn.Module):
         loss_fn.to(device)
     ws = world_size()
-    forward, shard = _data_parallel(model, batch_size if drop_last else n, device, sync_batchnorm)
+    forward, shard = _data_parallel(model, batch_size if drop_last else n, device, sync_batchnorm,
+                                    find_unused=bool(getattr(loss_fn, "needs_features", False)))
     opt = _make_optimizer(model, cfg.optimizer, cfg.lr, cfg.momentum, cfg.weight_decay)
     total, warmup = epochs * steps_per_epoch, cfg.warmup_epochs * steps_per_epoch
     milestones = tuple(m * steps_per_epoch for m in cfg.milestones)
