@@ -195,7 +195,7 @@ def contrastive_batch_indices(labels, num_anchors: int, k: int, *, setting: str 
         raise ValueError("labels must not be empty (anchors are drawn from them).")
     check_in("setting", setting, ("ucl", "scl"))
     num_anchors = check_int("num_anchors", num_anchors, 1)
-    k = check_int("k", k, 1, what="negatives per anchor")
+    k = check_int("k (negatives per anchor)", k, 1)
     order = torch.argsort(labels, stable=True)
     counts = torch.bincount(labels)
     starts = torch.cumsum(counts, 0) - counts

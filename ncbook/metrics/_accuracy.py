@@ -15,12 +15,15 @@ from .._validation import _numeric, check_array, check_counts, check_int, check_
 __all__ = ["difficulty_groups", "group_accuracy", "per_class_accuracy", "shot_accuracy"]
 
 
-def _preds(predictions, num_classes, n) -> torch.Tensor:
+def _preds(predictions, num_classes, n, columns=None) -> torch.Tensor:
     """Class indices from indices ``(n,)`` of any integer dtype or logits ``(n, C)`` (argmax)."""
     p = predictions.detach().cpu() if isinstance(predictions, torch.Tensor) else torch.as_tensor(_numeric("predictions", predictions))
     if p.ndim == 2:
         if num_classes is not None and p.shape[1] != num_classes:
             raise ValueError(f"predictions given as logits must have C = {num_classes} columns; got shape {tuple(p.shape)}.")
+        if columns is not None and p.shape[1] < columns:
+            raise ValueError(f"predictions given as logits must have at least {columns} columns (the classes of "
+                             f"labels); got shape {tuple(p.shape)}.")
         if p.is_floating_point() and not bool(torch.isfinite(p).all()):
             raise ValueError("predictions given as logits must be finite.")
         p = p.argmax(1)
@@ -50,9 +53,9 @@ def per_class_accuracy(predictions, labels, num_classes: int | None = None) -> t
     if y.numel() == 0:
         raise ValueError("labels must not be empty.")
     c = int(y.max()) + 1 if num_classes is None else num_classes
-    p = _preds(predictions, c if num_classes is not None or (
-        isinstance(predictions, torch.Tensor) and predictions.ndim == 2) else None, y.shape[0])
-    c = max(c, int(p.max()) + 1) if num_classes is None else c
+    p = _preds(predictions, num_classes, y.shape[0], columns=c)
+    if num_classes is None and getattr(predictions, "ndim", 1) == 2:
+        c = predictions.shape[1]  # logits name every class, also those absent from labels (their accuracy: NaN)
     total = torch.bincount(y, minlength=c).double()
     right = torch.bincount(y[p == y], minlength=c).double()
     return torch.where(total > 0, right / total.clamp_min(1), torch.full_like(total, float("nan")))

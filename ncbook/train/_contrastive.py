@@ -122,7 +122,7 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     y = check_labels(y, name="y", n=len(x), rows_of="x")
     check_in("setting", setting, ("ucl", "scl"))
     temperature = check_positive("temperature", temperature)
-    k, batch_size = check_int("k", k, 1, what="negatives per anchor"), check_int("batch_size", batch_size, 1)
+    k, batch_size = check_int("k (negatives per anchor)", k, 1), check_int("batch_size", batch_size, 1)
     check_in("psi", psi, ("infonce", "exp"))
     check_callable("augment", augment, allow_none=True)
     lr, momentum, weight_decay = check_sgd(lr=lr, momentum=momentum, weight_decay=weight_decay)

@@ -74,7 +74,7 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temp
     labels = check_labels(labels, n=features.shape[0]).to(features.device)
     if labels.numel() == 0:
         raise ValueError("features must hold at least one sample; got none.")
-    k = check_int("k", k, 1, what="negatives per anchor")
+    k = check_int("k (negatives per anchor)", k, 1)
     check_in("setting", setting, ("ucl", "scl"))
     check_in("psi", psi, ("infonce", "exp"))
     t = check_positive("temperature", temperature)
@@ -178,7 +178,7 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", temperature: fl
     check_in("setting", setting, ("ucl", "scl"))
     lr = check_positive("lr", lr)
     steps = check_int("steps", steps, 1)
-    k = check_int("k", k, 1, what="negatives per anchor")
+    k = check_int("k (negatives per anchor)", k, 1)
     check_in("psi", psi, ("infonce", "exp"))
     temperature = check_positive("temperature", temperature)
     tol = check_positive("tol", tol)
