@@ -16,8 +16,9 @@ field                       what it holds
 ``train_x``, ``train_y``    shape, dtype and a content digest (so the subset and its order)
 ``test``                    the same for the evaluation set (or None)
 ``augment``                 the augmentation callable (name; code and closure for a lambda)
-``optimizer`` ... ``eval_every``  fit's own settings (lr, momentum, weight decay, schedule and
-                            its parameters, epochs, batch size, seed, NC and evaluation cadence)
+fit's own settings          ``epochs``, ``batch_size``, ``lr``, ``momentum``, ``weight_decay``,
+                            ``optimizer``, ``schedule``, ``warmup_epochs``, ``milestones``,
+                            ``gamma``, ``schedule_alpha``, ``nc_every``, ``eval_every``, ``seed``
 ``precision``               ``"bf16"`` where ``amp=True`` runs bf16 products, else ``"float32"``
 ``batchnorm_world_size``    the world size when BatchNorm statistics are per rank (a model with
                             BatchNorm under ``torchrun`` without ``sync_batchnorm``), else None:

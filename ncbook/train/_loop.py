@@ -244,7 +244,7 @@ def _run_fingerprint(model, loss_fn, train, test, augment, settings: _FitSetting
     state = model.state_dict()
     shapes = {k: [list(v.shape), str(v.dtype)] for k, v in state.items()}
     weights = hashlib.blake2b("".join(tensor_digest(v) for v in state.values()).encode(), digest_size=16).hexdigest()
-    per_rank_bn = world_size() > 1 and _has_batchnorm(model) and not (sync_batchnorm and next(model.parameters()).is_cuda)
+    per_rank_bn = world_size() > 1 and _has_batchnorm(model) and not sync_batchnorm
     fields = [
         ("model", repr(model)), ("parameter_shapes", shapes), ("initial_weights", weights),
         ("loss", describe_callable(loss_fn)),
