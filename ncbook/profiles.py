@@ -86,7 +86,7 @@ def show_progress() -> bool:
     return value != "0"
 
 
-def as_device(device, name: str = "device") -> torch.device:
+def _as_device(device, name: str = "device") -> torch.device:
     """``torch.device(device)``, with a ``TypeError``/``ValueError`` naming ``name`` for what is not a device."""
     if isinstance(device, torch.device):
         return device
@@ -129,7 +129,7 @@ def native_bf16(device: str | torch.device | None = None) -> bool:
     >>> isinstance(native_bf16("cpu"), bool)   # True on CPUs with AVX512-BF16 or AMX
     True
     """
-    device = default_device() if device is None else as_device(device)
+    device = default_device() if device is None else _as_device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == "cpu":
