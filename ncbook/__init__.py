@@ -16,6 +16,7 @@ from .profiles import native_bf16
 from .profiles import profile
 from .profiles import results_dir
 from .profiles import scale
+from .profiles import show_progress
 from .profiles import usable_cores
 
 __version__ = "0.1.0"
@@ -30,5 +31,6 @@ __all__ = [
     "profile",
     "results_dir",
     "scale",
+    "show_progress",
     "usable_cores",
 ]

@@ -15,6 +15,10 @@ import torch
 
 __all__ = [
     "as_float64",
+    "check_array",
+    "check_bool",
+    "check_callable",
+    "check_path",
     "check_class_vector",
     "check_counts",
     "check_features",
@@ -46,8 +50,22 @@ def _short(value: Any, limit: int = 80) -> str:
 
 def _to_numpy(x: Any) -> np.ndarray:
     if isinstance(x, torch.Tensor):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
+        x = x.detach().cpu()
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()  # numpy has no bfloat16
+    try:
+        return np.asarray(x)
+    except ValueError:  # ragged nested sequences
+        return np.asarray(x, dtype=object)
+
+
+def _numeric(name: str, x: Any) -> np.ndarray:
+    """``x`` as a numpy array of real numbers (bool, integer or float dtype), else ``TypeError`` naming it."""
+    arr = _to_numpy(x)
+    if arr.dtype.kind not in "biuf":
+        what = "None" if x is None else f"{type(x).__name__} of dtype {arr.dtype}" if hasattr(x, "dtype") or \
+            isinstance(x, (list, tuple)) else f"{type(x).__name__} {_short(x)}"
+        raise TypeError(f"{name} must hold real numbers; got {what}.")
+    return arr
 
 
 def check_in(name: str, value: Any, allowed: Sequence[Any]) -> Any:
@@ -105,6 +123,50 @@ def check_int(name: str, value: Any, minimum: int, maximum: int | None = None, *
     if int(value) < minimum or (maximum is not None and int(value) > maximum):
         raise ValueError(f"{name} must be an integer {bound}{' or None' if allow_none else ''}{gloss}; got {int(value)}.")
     return int(value)
+
+
+def check_bool(name: str, value: Any, *, allow_none: bool = False) -> bool | None:
+    """Return ``value`` as a ``bool`` if it is one (Python or numpy bool, or a 0-d bool tensor); else raise.
+
+    A string such as ``"no"`` would be truthy: it is refused, not read as True.
+
+    Examples
+    --------
+    >>> check_bool("normalize", True)
+    True
+    >>> check_bool("normalize", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: normalize must be True or False; got str 'no'.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype == torch.bool:
+        return bool(value)
+    raise TypeError(f"{name} must be True or False{' or None' if allow_none else ''}; got {type(value).__name__} {value!r}.")
+
+
+def check_callable(name: str, value: Any, *, allow_none: bool = False) -> Any:
+    """Return ``value`` if it is callable (or None with ``allow_none``); else raise ``TypeError``."""
+    if (value is None and allow_none) or callable(value):
+        return value
+    raise TypeError(f"{name} must be callable{' or None' if allow_none else ''}; got {type(value).__name__} {value!r}.")
+
+
+def check_path(name: str, value: Any, *, allow_none: bool = False) -> Any:
+    """Return ``value`` if it is a path (``str`` or ``os.PathLike``, not empty); else raise ``TypeError``/``ValueError``."""
+    import os
+
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path){' or None' if allow_none else ''}; "
+                        f"got {type(value).__name__} {value!r}.")
+    if not str(value):
+        raise ValueError(f"{name} must not be an empty path.")
+    return value
 
 
 def safe_eps(dtype: torch.dtype) -> float:
@@ -203,7 +265,7 @@ def check_probabilities(p: Any, name: str = "class_probs", *, atol: float | None
     >>> check_probabilities(counts / counts.sum()).shape
     (10,)
     """
-    raw = _to_numpy(p)
+    raw = _numeric(name, p)
     if atol is None:
         eps = np.finfo(raw.dtype).eps if raw.dtype.kind == "f" else np.finfo(np.float64).eps
         atol = max(1e-8, 4.0 * max(raw.size, 1) * float(eps))
@@ -261,7 +323,7 @@ def check_symmetric(name: str, x: Any, *, atol: float = 1e-8) -> Any:
 
 
 def check_labels(labels: Any, num_classes: int | None = None, name: str = "labels", *,
-                 n: int | None = None) -> torch.Tensor:
+                 n: int | None = None, rows_of: str | None = None) -> torch.Tensor:
     """Return integer labels as a 1-D ``int64`` tensor in ``[0, num_classes)``.
 
     Any integer dtype passes (torch ``int8``...``int64``, ``uint8``, numpy integers, lists of
@@ -291,7 +353,8 @@ def check_labels(labels: Any, num_classes: int | None = None, name: str = "label
     if t.ndim != 1:
         raise ValueError(f"{name} must be 1-D of shape (n,); got shape {tuple(t.shape)} (dtype {t.dtype}).")
     if n is not None and t.shape[0] != n:
-        raise ValueError(f"{name} must have length {n} (one label per row); got {t.shape[0]}.")
+        of = f" of {rows_of}" if rows_of else ""
+        raise ValueError(f"{name} must have length {n} (one label per row{of}); got {t.shape[0]}.")
     t = t.long()
     if t.numel():
         lo, hi = int(t.min()), int(t.max())
@@ -364,24 +427,27 @@ def check_logits_labels(logits: Any, labels: Any, num_classes: int | None = None
     return t, y
 
 
-def check_class_vector(name: str, x: Any, num_classes: int | None = None, *, positive: bool = False) -> torch.Tensor:
+def check_class_vector(name: str, x: Any, num_classes: int | None = None, *, positive: bool = False,
+                       signed: bool = False) -> torch.Tensor:
     """Return a per-class vector (weights, margins, factors) as a float64 tensor of shape ``(C,)``.
 
-    Entries must be finite and ``>= 0`` (``> 0`` with ``positive``); ``num_classes``, when
-    given, is the required length.
+    Entries must be finite and ``>= 0`` (``> 0`` with ``positive``, any sign with ``signed``);
+    ``num_classes``, when given, is the required length.
 
     Examples
     --------
     >>> check_class_vector("weight", [1, 2], 2).tolist()
     [1.0, 2.0]
     """
-    t = x.detach().to(torch.float64) if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float64))
+    t = x.detach().to(torch.float64) if isinstance(x, torch.Tensor) and not x.is_complex() \
+        else torch.as_tensor(_numeric(name, x).astype(np.float64))
     if t.ndim != 1 or t.numel() == 0 or (num_classes is not None and t.numel() != num_classes):
         raise ValueError(f"{name} must have shape ({num_classes if num_classes is not None else 'C'},) "
                          f"(one entry per class); got shape {tuple(t.shape)}.")
-    bad = ~torch.isfinite(t) | ((t <= 0) if positive else (t < 0))
+    bad = ~torch.isfinite(t) | (torch.zeros_like(t, dtype=torch.bool) if signed else (t <= 0) if positive else (t < 0))
     if bad.any():
-        raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}; got {_short(t.cpu().numpy())}.")
+        rule = "" if signed else " and > 0" if positive else " and >= 0"
+        raise ValueError(f"{name} must be finite{rule}; got {_short(t.cpu().numpy())}.")
     return t
 
 
@@ -394,6 +460,39 @@ def check_same_length(**arrays: Any) -> int:
     return next(iter(lengths.values()))
 
 
-def as_float64(x: Any) -> np.ndarray:
-    """A float64 numpy copy of a tensor or array-like (for geometry and solvers)."""
-    return _to_numpy(x).astype(np.float64)
+def as_float64(x: Any, name: str = "input") -> np.ndarray:
+    """A float64 numpy copy of a tensor or array-like of real numbers (for geometry and solvers).
+
+    Raises ``TypeError`` naming ``name`` for strings, None, complex or object arrays.
+    """
+    return _numeric(name, x).astype(np.float64)
+
+
+def check_array(name: str, x: Any, *, ndim: int | tuple | None = None, shape: tuple | None = None,
+                finite: bool = True, min_rows: int = 1) -> np.ndarray:
+    """Return an array-like of real numbers (list, numpy array or tensor of any real dtype) as float64 numpy.
+
+    ``ndim`` (an int or a tuple of allowed ones) and ``shape`` (``None`` entries free) are checked,
+    as are at least ``min_rows`` rows and, with ``finite``, the absence of NaN and infinity.
+
+    Examples
+    --------
+    >>> check_array("x", torch.ones(2, 3, dtype=torch.bfloat16), ndim=2).dtype
+    dtype('float64')
+    >>> check_array("x", [[1.0, float("nan")]], ndim=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: x must be finite; it holds NaN or infinite values.
+    """
+    arr = as_float64(x, name)
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if allowed is not None and arr.ndim not in allowed:
+        want = " or ".join(str(d) for d in allowed)
+        raise ValueError(f"{name} must have {want} dimensions; got shape {arr.shape}.")
+    if shape is not None:
+        check_matrix(name, arr, ndim=len(shape), shape=shape)
+    if arr.ndim and arr.shape[0] < min_rows:
+        raise ValueError(f"{name} must have at least {min_rows} row{'s' if min_rows > 1 else ''}; got shape {arr.shape}.")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite; it holds NaN or infinite values.")
+    return arr

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validation import check_counts, check_in, check_int, check_labels, check_positive
+from ._validation import check_bool, check_callable, check_counts, check_in, check_int, check_labels, check_path, check_positive
 from .profiles import scale
 
 __all__ = [
@@ -103,6 +103,9 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
     if imbalance_ratio < 1:
         raise ValueError(f"imbalance_ratio must be >= 1 (n_max / n_min); got {imbalance_ratio!r}.")
     check_in("kind", kind, ("exp", "step"))
+    minority_fraction = check_positive("minority_fraction", minority_fraction)
+    if minority_fraction >= 1:
+        raise ValueError(f"minority_fraction must be in (0, 1); got {minority_fraction!r}.")
     c = int(num_classes)
     if kind == "exp":
         exps = np.arange(c) / max(c - 1, 1)
@@ -143,6 +146,10 @@ def make_imbalanced(labels, counts, seed: int = 0) -> torch.Tensor:
     """
     counts = check_counts(counts)
     y = check_labels(labels).cpu().numpy()
+    seed = check_int("seed", seed, 0)
+    if y.size == 0 or counts.size != int(y.max()) + 1:
+        raise ValueError(f"counts must have one entry per class of labels ({int(y.max()) + 1 if y.size else 0}); "
+                         f"got {counts.size}.")
     rng = np.random.default_rng(seed)
     chosen = []
     for c, want in enumerate(counts):
@@ -171,6 +178,8 @@ def load_digits(*, test_per_class: int = 50, seed: int = 0, standardize: bool = 
     """
     from sklearn.datasets import load_digits as _sk_digits
 
+    test_per_class = check_int("test_per_class", test_per_class, 1)
+    seed, standardize = check_int("seed", seed, 0), check_bool("standardize", standardize)
     data = _sk_digits()
     x, y = data.data.astype(np.float32), data.target.astype(np.int64)
     rng = np.random.default_rng(seed)
@@ -255,6 +264,9 @@ def write_cifar_folder(root: str | Path, name: str, train: tuple, test: tuple, *
     Path of the folder written.
     """
     check_in("name", name, ("cifar10", "cifar100"))
+    check_path("root", root)
+    if not isinstance(note, str):
+        raise TypeError(f"note must be a string (what the folder holds); got {type(note).__name__}.")
     c = 10 if name == "cifar10" else 100
     folder = Path(root) / _CIFAR_FOLDERS[name]
     folder.mkdir(parents=True, exist_ok=True)
@@ -335,8 +347,8 @@ def write_cifar_standin(root: str | Path, *, train_per_class: int = 20, test_per
                     ("cifar100_test_per_class", cifar100_test_per_class)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive integer; got {v!r}.")
-    root = Path(root)
-    rng = np.random.default_rng(seed)
+    root = Path(check_path("root", root))
+    rng = np.random.default_rng(check_int("seed", seed, 0))
     for name, c, n_tr, n_te in (("cifar10", 10, train_per_class, test_per_class),
                                 ("cifar100", 100, cifar100_train_per_class, cifar100_test_per_class)):
         y_tr, y_te = rng.permutation(np.repeat(np.arange(c), n_tr)), rng.permutation(np.repeat(np.arange(c), n_te))
@@ -355,9 +367,18 @@ def unpack_cifar(archive: str | Path, root: str | Path) -> Path:
     """
     import tarfile
 
+    check_path("archive", archive)
+    check_path("root", root)
     with tarfile.open(archive, "r:xz") as tar:
         tar.extractall(root, filter="data")
     return Path(root)
+
+
+def _check_cifar_args(name, root, train, download):
+    check_in("name", name, ("cifar10", "cifar100"))
+    check_path("root", root)
+    check_bool("train", train)
+    check_bool("download", download)
 
 
 def load_cifar(name: str, root: str | Path = "data", *, train: bool = True, download: bool = False, transform=None):
@@ -384,6 +405,8 @@ def load_cifar(name: str, root: str | Path = "data", *, train: bool = True, down
         When the files are not under ``root`` and cannot be downloaded; the message
         names the data set and ``root``.
     """
+    _check_cifar_args(name, root, train, download)
+    check_callable("transform", transform, allow_none=True)
     cls = _cifar_class(name, root)
     old = socket.getdefaulttimeout()
     socket.setdefaulttimeout(20)  # a blocked network fails fast instead of hanging
@@ -409,7 +432,7 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
     (``NCBOOK_SCALE=smoke``) a missing data set is replaced by the stand-in of
     :func:`write_cifar_standin`, written under ``root``.
     """
-    check_in("name", name, ("cifar10", "cifar100"))
+    _check_cifar_args(name, root, train, download)
     folder = Path(root) / _CIFAR_FOLDERS[name]
     packed = Path(root) / f"ncbook-{name}.tar.xz"
     if not folder.exists() and packed.exists():
@@ -436,6 +459,11 @@ def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, pad
     -------
     Tensor of the same shape.
     """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor batch of shape (b, c, h, w); got {type(x).__name__}.")
+    if x.ndim != 4:
+        raise ValueError(f"x must have shape (b, c, h, w); got {tuple(x.shape)}.")
+    padding = check_int("padding", padding, 0)
     b, _, h, w = x.shape
     padded = torch.nn.functional.pad(x, (padding,) * 4)
     dx = torch.randint(0, 2 * padding + 1, (b,), device=x.device, generator=generator)
@@ -451,8 +479,11 @@ def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, pad
 def make_loader(x: torch.Tensor, y: torch.Tensor, batch_size: int, *, shuffle: bool = True, seed: int = 0,
                 drop_last: bool = False) -> torch.utils.data.DataLoader:
     """A ``DataLoader`` over tensors with a seeded generator (reproducible order)."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
+    batch_size = check_int("batch_size", batch_size, 1)
+    shuffle, drop_last, seed = check_bool("shuffle", shuffle), check_bool("drop_last", drop_last), check_int("seed", seed, 0)
+    if not isinstance(x, torch.Tensor) or x.ndim < 1:
+        raise TypeError(f"x must be a torch.Tensor of shape (n, ...); got {type(x).__name__}.")
+    y = check_labels(y, name="y", n=x.shape[0], rows_of="x")
     ds = torch.utils.data.TensorDataset(x, y)
     g = torch.Generator().manual_seed(seed)
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle, generator=g, drop_last=drop_last)

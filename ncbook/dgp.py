@@ -101,9 +101,10 @@ class DGPResult:
     seconds: float
 
 
-def _check_inputs(weights, temperature, dim):
+def _check_inputs(weights, temperature, dim, atol):
     check_square("weights", weights)
-    w = as_float64(weights)
+    check_positive("atol", atol)
+    w = as_float64(weights, "weights")
     if w.shape[0] < 2:
         raise ValueError(f"weights must be at least 2 x 2; got {w.shape}.")
     if not np.all(np.isfinite(w)):
@@ -199,7 +200,7 @@ def euclidean_dgp(weights, temperature: float, dim: int | None = None, *, atol: 
     ('feasible', 2)
     """
     start = time.perf_counter()
-    w, t = _check_inputs(weights, temperature, dim)
+    w, t = _check_inputs(weights, temperature, dim, atol)
     n = w.shape[0]
     off = ~np.eye(n, dtype=bool)
     if np.any(w[off] == 0):
@@ -315,7 +316,7 @@ def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) 
     ('feasible', 2, -0.5)
     """
     start = time.perf_counter()
-    w, t = _check_inputs(weights, temperature, dim)
+    w, t = _check_inputs(weights, temperature, dim, atol)
     if dim is None:
         raise ValueError("dim must be an integer >= 1 (the embedding dimension d); got None.")
     n = w.shape[0]

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._validation import check_features, check_int, check_positive, safe_eps
+from ._validation import check_bool, check_features, check_int, check_positive, safe_eps
 
 __all__ = ["CosineClassifier", "FeatureClassifier", "MLP", "SmallCNN", "ResNetCIFAR", "cosine_logits", "resnet32"]
 
@@ -46,11 +46,13 @@ class FeatureClassifier(nn.Module):
 
     def __init__(self, body: nn.Module, feat_dim: int, num_classes: int, *, normalize: bool = False, bias: bool = False):
         super().__init__()
+        if not isinstance(body, nn.Module):
+            raise TypeError(f"body must be a torch.nn.Module mapping inputs to features; got {type(body).__name__}.")
         self.body = body
-        self.normalize = normalize
-        self.feat_dim = feat_dim
-        self.num_classes = num_classes
-        self.classifier = nn.Linear(feat_dim, num_classes, bias=bias)
+        self.normalize = check_bool("normalize", normalize)
+        self.feat_dim = check_int("feat_dim", feat_dim, 1)
+        self.num_classes = check_int("num_classes", num_classes, 1)
+        self.classifier = nn.Linear(self.feat_dim, self.num_classes, bias=check_bool("bias", bias))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """Penultimate features ``(n, d)``."""
@@ -95,7 +97,12 @@ class MLP(FeatureClassifier):
     def __init__(self, in_dim: int = 64, hidden: Sequence[int] = (512, 512), feat_dim: int = 32, num_classes: int = 10,
                  *, batchnorm: bool = True, normalize: bool = False, bias: bool = False):
         layers: list[nn.Module] = []
-        width = in_dim
+        width = check_int("in_dim", in_dim, 1)
+        if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
+            raise TypeError(f"hidden must be a sequence of layer widths; got {type(hidden).__name__} {hidden!r}.")
+        hidden = [check_int("hidden", h, 1, what="each layer width") for h in hidden]
+        feat_dim, num_classes = check_int("feat_dim", feat_dim, 1), check_int("num_classes", num_classes, 1)
+        batchnorm = check_bool("batchnorm", batchnorm)
         for h in hidden:
             layers += [nn.Linear(width, h), *( [nn.BatchNorm1d(h)] if batchnorm else []), nn.ReLU()]
             width = h
@@ -124,6 +131,8 @@ class SmallCNN(FeatureClassifier):
 
     def __init__(self, in_channels: int = 3, num_classes: int = 10, feat_dim: int = 128, *, width: int = 32,
                  normalize: bool = False, bias: bool = False):
+        in_channels, width = check_int("in_channels", in_channels, 1), check_int("width", width, 1)
+        feat_dim, num_classes = check_int("feat_dim", feat_dim, 1), check_int("num_classes", num_classes, 1)
         chans = [in_channels, width, 2 * width, 4 * width]
         blocks: list[nn.Module] = []
         for a, b in zip(chans[:-1], chans[1:]):
@@ -181,6 +190,9 @@ class ResNetCIFAR(FeatureClassifier):
     """
 
     def __init__(self, depth: int = 32, num_classes: int = 10, *, in_channels: int = 3, normalize: bool = False, bias: bool = False):
+        depth = check_int("depth", depth, 8, what="6k + 2: 20, 32, 44, 56, 110")
+        in_channels, num_classes = check_int("in_channels", in_channels, 1), check_int("num_classes", num_classes, 1)
+        normalize, bias = check_bool("normalize", normalize), check_bool("bias", bias)
         super().__init__(_ResNetBody(depth, in_channels), 64, num_classes, normalize=normalize, bias=bias)
         for m in self.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -224,6 +236,8 @@ def cosine_logits(features: torch.Tensor, weight: torch.Tensor, *, scale: float 
         raise ValueError(f"weight must have shape (C, {features.shape[1]}) (the features' width d); "
                          f"got {tuple(weight.shape)}.")
     scale = check_positive("scale", scale)
+    dtype = torch.promote_types(features.dtype, weight.dtype)
+    features, weight = features.to(dtype), weight.to(device=features.device, dtype=dtype)
     u = F.normalize(features, dim=1, eps=safe_eps(features.dtype))
     return scale * u @ F.normalize(weight, dim=1, eps=safe_eps(weight.dtype)).T
 

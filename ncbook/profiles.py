@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-__all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "PROFILES", "SCALES"]
+__all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "show_progress", "PROFILES", "SCALES"]
 
 PROFILES = ("quick", "full")
 SCALES = ("paper", "smoke")
@@ -59,6 +59,46 @@ def scale() -> str:
     return value
 
 
+def _check_text(name: str, value) -> str:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a string (a folder name or path); got {type(value).__name__} {value!r}.")
+    return value
+
+
+def show_progress() -> bool:
+    """Whether training loops and comparisons show progress bars: False when ``NCBOOK_PROGRESS=0``.
+
+    The default of ``progress`` in :func:`ncbook.train.fit` and :func:`ncbook.train.run_parallel`.
+
+    Raises
+    ------
+    ValueError
+        If ``NCBOOK_PROGRESS`` is set to anything but ``"0"``, ``"1"`` or the empty string.
+
+    Examples
+    --------
+    >>> isinstance(show_progress(), bool)   # False where NCBOOK_PROGRESS=0
+    True
+    """
+    value = os.environ.get("NCBOOK_PROGRESS", "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"NCBOOK_PROGRESS must be '0' (no progress bars), '1' or empty; got {value!r}.")
+    return value != "0"
+
+
+def _as_device(device, name: str = "device") -> torch.device:
+    """``torch.device(device)``, with a ``TypeError``/``ValueError`` naming ``name`` for what is not a device."""
+    if isinstance(device, torch.device):
+        return device
+    if not isinstance(device, (str, int)) or isinstance(device, bool):
+        raise TypeError(f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or an index; "
+                        f"got {type(device).__name__} {device!r}.")
+    try:
+        return torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"{name} must name a device such as 'cpu', 'cuda' or 'cuda:0'; got {device!r} ({err}).") from None
+
+
 def default_device() -> torch.device:
     """``cuda`` when available, else ``cpu``."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -89,7 +129,7 @@ def native_bf16(device: str | torch.device | None = None) -> bool:
     >>> isinstance(native_bf16("cpu"), bool)   # True on CPUs with AVX512-BF16 or AMX
     True
     """
-    device = default_device() if device is None else torch.device(device)
+    device = default_device() if device is None else _as_device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == "cpu":
@@ -131,6 +171,7 @@ def results_dir(default: str = "../results") -> str:
     At the smoke scale without ``NCBOOK_RESULTS``: ``<tmp>/ncbook-smoke-results``, so that stand-in
     numbers never land in the committed ``results/``.
     """
+    _check_text("default", default)
     value = os.environ.get("NCBOOK_RESULTS", "").strip()
     if value:
         return value
@@ -144,6 +185,8 @@ def checkpoint_dir(name: str, default: str = "../checkpoints") -> str:
 
     A full-profile run that finds its ``last.pt`` there resumes from it (see :func:`ncbook.train.fit`).
     """
+    _check_text("name", name)
+    _check_text("default", default)
     base = os.environ.get("NCBOOK_CHECKPOINTS", "").strip()
     if not base:
         base = os.path.join(tempfile.gettempdir(), "ncbook-smoke-checkpoints") if scale() == "smoke" else default

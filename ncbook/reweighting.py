@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from ._validation import (
+    as_float64,
     check_counts,
     check_in,
     check_int,
@@ -172,7 +173,7 @@ def prior_weights(num_classes: int, prior: Any = "uniform", counts: Any = None) 
         n = torch.as_tensor(check_counts(counts), dtype=torch.float64)
         w = 1.0 / n if prior == "inv_freq" else n.rsqrt()
     else:
-        w = torch.as_tensor(np.asarray(prior.detach().cpu() if isinstance(prior, torch.Tensor) else prior, dtype=np.float64))
+        w = torch.as_tensor(as_float64(prior, "prior"))
         if w.ndim != 1 or not torch.isfinite(w).all() or (w <= 0).any():
             raise ValueError(f"prior must be a 1-D array of positive finite weights; got {w.tolist()}.")
     if w.numel() != c:
@@ -321,7 +322,7 @@ def macro_factors(batch_counts: Any, gamma: float = 1.0, *, min_count: float = 1
     >>> macro_factors([1, 4], gamma=1.0).tolist()
     [1.6, 0.4]
     """
-    b = torch.as_tensor(np.asarray(batch_counts.detach().cpu() if isinstance(batch_counts, torch.Tensor) else batch_counts, dtype=np.float64))
+    b = torch.as_tensor(as_float64(batch_counts, "batch_counts"))
     if b.ndim != 1 or b.numel() == 0:
         raise ValueError(f"batch_counts must be a non-empty 1-D array; got shape {tuple(b.shape)}.")
     if not torch.isfinite(b).all() or (b < 0).any():
@@ -343,7 +344,7 @@ def _as_loss_tensor(x, name="class_losses"):
     if isinstance(x, torch.Tensor):
         t = x if x.is_floating_point() else x.double()
     else:
-        t = torch.as_tensor(np.asarray(x, dtype=np.float64))
+        t = torch.as_tensor(as_float64(x, name))
     if t.ndim != 1 or t.numel() == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array of shape ({'C' if name == 'class_losses' else 'n'},); "
                          f"got shape {tuple(t.shape)}.")

@@ -173,7 +173,7 @@ def test_evaluation_switch_changes_no_parameter():
     assert every["history"].final["class_loss"] == last["history"].final["class_loss"]
     assert all(r.get("class_loss") is not None for r in every["history"].records)
     assert [r.get("class_loss") is not None for r in last["history"].records] == [False] * (EPOCHS - 1) + [True]
-    with pytest.raises(ValueError, match="eval_every must be >= 0"):
+    with pytest.raises(ValueError, match=r"eval_every must be an integer >= 0 \(0: evaluate at the last epoch only\)"):
         train.fit(_mlp(), F.cross_entropy, _data()[0], epochs=1, eval_every=-1, progress=False)
 
 
@@ -208,3 +208,123 @@ def test_ncbook_workers_sets_the_default_worker_count(monkeypatch):
     monkeypatch.setenv("NCBOOK_WORKERS", "0")
     with pytest.raises(ValueError, match="NCBOOK_WORKERS must be a positive integer"):
         train.run_parallel(pid, [{"i": 0}, {"i": 1}])
+
+
+def _matmul_precision():
+    from ncbook.train._parallel import _backend, _new_precision_api  # by reference: torch.backends.mkldnn does not pickle
+
+    return _backend("mkldnn.matmul").fp32_precision if _new_precision_api() else torch.get_float32_matmul_precision()
+
+
+def _settings_probe():
+    """What a worker sees of the caller's global torch settings."""
+    import os
+
+    return {"dtype": torch.get_default_dtype(), "deterministic": torch.are_deterministic_algorithms_enabled(),
+            "matmul": _matmul_precision(), "threads": torch.get_num_threads(),
+            "env": os.environ.get("NCBOOK_PROBE")}
+
+
+def test_workers_inherit_the_callers_torch_settings(monkeypatch):
+    before = (torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(), torch.get_float32_matmul_precision())
+    plain = _settings_probe()["matmul"]
+    monkeypatch.setenv("NCBOOK_PROBE", "here")
+    torch.set_default_dtype(torch.float64)
+    torch.use_deterministic_algorithms(True)
+    torch.set_float32_matmul_precision("medium")
+    medium = _settings_probe()["matmul"]  # "bf16" products on CPUs with the per-backend API, else "medium"
+    assert medium != plain
+    try:
+        seen = train.run_parallel(_settings_probe, [{}, {}, {}], workers=2, progress=False)
+    finally:
+        torch.set_default_dtype(before[0])
+        torch.use_deterministic_algorithms(before[1])
+        torch.set_float32_matmul_precision(before[2])
+    for s in seen:
+        assert s == {"dtype": torch.float64, "deterministic": True, "matmul": medium, "threads": 1, "env": "here"}
+    monkeypatch.delenv("NCBOOK_PROBE")  # the next call, made with the defaults again, does not keep them
+    for s in train.run_parallel(_settings_probe, [{}, {}], workers=2, progress=False):
+        assert s["dtype"] == before[0] and s["matmul"] == _matmul_precision() != medium and s["env"] is None
+
+
+def test_float64_comparison_in_workers_equals_workers_1():
+    """The reported fault: under float64 the workers computed in float32 and fit_run crashed on a dtype mismatch."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        train_set, test_set = _data()
+        assert train_set[0].dtype == torch.float64
+        configs = [dict(model=_mlp, loss=LOSSES[name], train=train_set, seed=1, epochs=2, batch_size=16, lr=0.05,
+                        nc_every=0, eval_every=0, evaluate_on={"test": test_set}, return_loss=True)
+                   for name in ("CE", "LDAM-DRW", "MR2 both")]
+        together = train.run_parallel(train.fit_run, configs, workers=2, progress=False)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            alone = train.run_parallel(train.fit_run, configs, workers=1, progress=False)
+        finally:
+            torch.set_num_threads(threads)
+    finally:
+        torch.set_default_dtype(before)
+    for a, b in zip(together, alone):
+        assert a["state"]["classifier.weight"].dtype == torch.float64
+        assert a["evaluations"]["test"]["logits"].dtype == torch.float64
+        _assert_same_run(a, b)
+
+
+class _Bar:
+    """A stand-in for tqdm.auto.tqdm that records what the bar was told."""
+
+    made = []
+
+    def __init__(self, *args, total=None, **kwargs):
+        self.iterable, self.total, self.n, self.closed = (args[0] if args else None), total, 0, False
+        _Bar.made.append(self)
+
+    def update(self, k=1):
+        self.n += k
+
+    def close(self):
+        self.closed = True
+
+    def __iter__(self):  # fit's bar over epochs
+        return iter(self.iterable)
+
+    def set_postfix(self, **kwargs):
+        pass
+
+
+def test_run_parallel_progress_bar_counts_finished_runs(monkeypatch):
+    import tqdm.auto
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", _Bar)
+    _Bar.made.clear()
+    monkeypatch.setenv("NCBOOK_PROGRESS", "1")
+    assert train.run_parallel(_fails, [{"x": 1}, {"x": 2}, {"x": 4}], workers=2) == [1, 2, 4]
+    assert [(b.total, b.n, b.closed) for b in _Bar.made] == [(3, 3, True)]
+    assert train.run_parallel(_fails, [{"x": 1}, {"x": 2}], workers=1) == [1, 2]
+    assert (_Bar.made[-1].total, _Bar.made[-1].n) == (2, 2)
+    monkeypatch.setenv("NCBOOK_PROGRESS", "0")
+    assert train.run_parallel(_fails, [{"x": 1}, {"x": 2}], workers=2) == [1, 2]
+    assert len(_Bar.made) == 2  # no bar
+    monkeypatch.setenv("NCBOOK_PROGRESS", "yes")
+    with pytest.raises(ValueError, match="NCBOOK_PROGRESS must be '0'"):
+        train.run_parallel(_fails, [{"x": 1}])
+    with pytest.raises(TypeError, match="progress must be True or False or None"):
+        train.run_parallel(_fails, [{"x": 1}], progress="no")
+    with pytest.raises(TypeError, match=r"configs must hold dicts .* configs\[0\] is int"):
+        train.run_parallel(_fails, [1, 2], progress=False)
+
+
+def test_fit_progress_defaults_to_show_progress(monkeypatch):
+    import tqdm.auto
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", _Bar)
+    _Bar.made.clear()
+    (x, y), _ = _data()
+    monkeypatch.setenv("NCBOOK_PROGRESS", "0")
+    train.fit(_mlp(), F.cross_entropy, (x, y), epochs=2, nc_every=0)
+    assert _Bar.made == []
+    monkeypatch.setenv("NCBOOK_PROGRESS", "1")
+    train.fit(_mlp(), F.cross_entropy, (x, y), epochs=2, nc_every=0)
+    assert [b.total for b in _Bar.made] == [2]

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ncbook import book, data, models, train
+from ncbook import book, data, losses, models, train
 
 
 def _tiny():
@@ -78,15 +78,6 @@ def test_fit_learns_and_records_metrics():
     assert len(hist.final["class_loss"]) == 3 and len(hist.final["class_acc"]) == 3
 
 
-def test_lr_schedule_shapes():
-    kw = dict(total_steps=100, warmup_steps=10)
-    assert train.lr_lambda(0, schedule="cosine", **kw) == pytest.approx(0.1)
-    assert train.lr_lambda(10, schedule="cosine", **kw) == pytest.approx(1.0)
-    assert train.lr_lambda(55, schedule="cosine", **kw) == pytest.approx(0.5)
-    assert train.lr_lambda(60, schedule="step", milestones=[50, 80], gamma=0.1, **kw) == pytest.approx(0.1)
-    assert train.lr_lambda(90, schedule="step", milestones=[50, 80], gamma=0.1, **kw) == pytest.approx(0.01)
-
-
 def test_nan_loss_raises_with_epoch():
     x, y = _tiny()
     with pytest.raises(ValueError, match=r"the loss became nan at epoch 0"):
@@ -97,7 +88,7 @@ def test_bad_arguments():
     x, y = _tiny()
     with pytest.raises(ValueError, match="schedule must be one of"):
         train.fit(_model(), F.cross_entropy, (x, y), epochs=1, schedule="linear")
-    with pytest.raises(ValueError, match="epochs must be >= 1"):
+    with pytest.raises(ValueError, match="epochs must be an integer >= 1; got 0"):
         train.fit(_model(), F.cross_entropy, (x, y), epochs=0)
     with pytest.raises(ValueError, match="lr must be a positive"):
         train.fit(_model(), F.cross_entropy, (x, y), epochs=1, lr=-1.0)
@@ -145,29 +136,6 @@ def test_run_parallel_keeps_order_and_matches_serial():
     assert train.run_parallel(_square, configs, workers=2) == train.run_parallel(_square, configs, workers=1)
     with pytest.raises(ValueError, match="workers must be >= 1"):
         train.run_parallel(_square, configs, workers=0)
-
-
-def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
-    x, y = _tiny()
-    train.fit(_model(), F.cross_entropy, (x, y), epochs=1, batch_size=32, checkpoint_dir=tmp_path, progress=False)
-    with pytest.raises(ValueError, match=r"belongs to another run \(epochs: 1 in the checkpoint, 2 asked\)"):
-        train.fit(_model(), F.cross_entropy, (x, y), epochs=2, batch_size=32, checkpoint_dir=tmp_path, progress=False)
-
-
-def test_mittag_leffler_schedule():
-    # alpha = 1: E_1(-z) = exp(-z); without a switch z = s / (1 - s)
-    kw = dict(total_steps=110, warmup_steps=10, schedule="mittag_leffler", alpha=1.0)
-    assert train.lr_lambda(4, **kw) == pytest.approx(0.5)  # warm-up
-    assert train.lr_lambda(10, **kw) == pytest.approx(1.0)
-    assert train.lr_lambda(35, **kw) == pytest.approx(math.exp(-1 / 3), rel=1e-9)  # s = 1/4
-    # alpha = 1/2: E_{1/2}(-z) = exp(z^2) erfc(z) below z = 1, the asymptotic 1 / (z sqrt(pi)) from 1 on
-    kw = dict(total_steps=100, warmup_steps=0, schedule="mittag_leffler", alpha=0.5, milestones=(50,))
-    assert train.lr_lambda(25, **kw) == pytest.approx(math.exp(0.25) * math.erfc(0.5), rel=1e-6)
-    assert train.lr_lambda(75, **kw) == pytest.approx(1 / (2 * math.sqrt(math.pi)), rel=1e-5)  # z = 1 + 1
-    assert train.mittag_leffler_alpha([5, 5]) == pytest.approx(1.0)
-    assert train.mittag_leffler_alpha([1000, 1]) == pytest.approx(0.25 + 0.75 * 0.0113978026, rel=1e-8)  # normalised entropy 0.0113978026
-    with pytest.raises(ValueError, match="counts must be at least 2 positive numbers"):
-        train.mittag_leffler_alpha([3, 0])
 
 
 class _NaNAfter(torch.nn.Module):
@@ -261,3 +229,130 @@ def test_native_bf16_answers_per_device():
     assert isinstance(native_bf16("cpu"), bool)
     if not torch.cuda.is_available():
         assert native_bf16("cuda") is False
+
+
+# ---------------------------------------------------------------------------------------------- resume: a run knows itself
+def _base_run():
+    x, y = _tiny()
+    return dict(model=_model, loss=lambda: F.cross_entropy, train=(x, y),
+                kw=dict(epochs=2, batch_size=16, lr=0.1, seed=0, nc_every=0, eval_every=0, progress=False))
+
+
+def _changed(kind):
+    """The base run with one setting changed; returns (model factory, loss factory, train, kwargs, field named)."""
+    run = _base_run()
+    x, y = run["train"]
+    kw = dict(run["kw"])
+    model, loss, data = run["model"], run["loss"], run["train"]
+    if kind == "loss":
+        loss, field = (lambda: losses.FocalLoss(gamma=1.0)), "loss"
+    elif kind == "loss parameter":
+        return (model, lambda: losses.FocalLoss(gamma=2.0), data, kw, "loss"), (lambda: losses.FocalLoss(gamma=1.0))
+    elif kind == "loss buffer":
+        return (model, lambda: losses.WeightedCrossEntropy([1.0, 2.0, 3.0]), data, kw, "loss"), (
+            lambda: losses.WeightedCrossEntropy([1.0, 2.0, 4.0]))
+    elif kind == "model width":
+        model, field = (lambda: (torch.manual_seed(0), models.MLP(10, (24,), 4, 3))[1]), "model"
+    elif kind == "initial weights":
+        model, field = (lambda: (torch.manual_seed(1), models.MLP(10, (16,), 4, 3))[1]), "initial_weights"
+    elif kind == "data subset":
+        data, field = (x[:80], y[:80]), "train_x"
+    elif kind == "data content":
+        data, field = (x + 1e-3, y), "train_x"
+    elif kind == "data order":
+        perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(5))
+        data, field = (x[perm], y[perm]), "train_x"
+    elif kind == "labels":
+        data, field = (x, (y + 1) % 3), "train_y"
+    elif kind == "test set":
+        kw["test"], field = (x[:10], y[:10]), "test"
+    elif kind == "augment":
+        kw["augment"], field = (lambda xb, g: xb + 0.01 * torch.randn(xb.shape, generator=g)), "augment"
+    else:  # one of fit's own keywords
+        name, value = {"seed": ("seed", 1), "epochs": ("epochs", 3), "batch size": ("batch_size", 32),
+                       "lr": ("lr", 0.05), "optimizer": ("optimizer", "adamw"), "schedule": ("schedule", "step"),
+                       "schedule parameter": ("gamma", 0.5), "momentum": ("momentum", 0.5),
+                       "weight decay": ("weight_decay", 1e-3), "warm-up": ("warmup_epochs", 1),
+                       "milestones": ("milestones", (1,)), "eval cadence": ("eval_every", 1)}[kind]
+        kw[name], field = value, name
+    return (model, loss, data, kw, field), run["loss"]
+
+
+RESUME_CHANGES = ["loss", "loss parameter", "loss buffer", "model width", "initial weights", "data subset", "data content",
+                  "data order", "labels", "test set", "augment", "seed", "epochs", "batch size", "lr", "optimizer",
+                  "schedule", "schedule parameter", "momentum", "weight decay", "warm-up", "milestones", "eval cadence"]
+
+
+@pytest.mark.parametrize("kind", RESUME_CHANGES)
+def test_resume_refuses_a_run_with_another_setting_naming_it(tmp_path, kind):
+    (model, loss, data, kw, field), first_loss = _changed(kind)
+    base = _base_run()
+    train.fit(base["model"](), first_loss(), base["train"], checkpoint_dir=tmp_path, **base["kw"])
+    with pytest.raises(ValueError, match=rf"belongs to another run; these settings differ:\n  {field}: .* in the checkpoint, .* now"):
+        train.fit(model(), loss(), data, checkpoint_dir=tmp_path, **kw)
+    # resume="never" starts afresh: the run is the one a fresh folder gives, and its checkpoint replaces the old one
+    fresh_model, fresh_dir = model(), tmp_path / "fresh"
+    again_model = model()
+    train.fit(fresh_model, loss(), data, checkpoint_dir=fresh_dir, **kw)
+    train.fit(again_model, loss(), data, checkpoint_dir=tmp_path, resume="never", **kw)
+    for (k, a), b in zip(fresh_model.state_dict().items(), again_model.state_dict().values()):
+        assert torch.equal(a, b), k
+    train.fit(model(), loss(), data, checkpoint_dir=tmp_path, resume="must", **kw)  # now it is this run's checkpoint
+
+
+def test_resume_of_the_same_run_returns_the_finished_run_and_names_every_difference(tmp_path):
+    base = _base_run()
+    net = base["model"]()
+    hist = train.fit(net, base["loss"](), base["train"], checkpoint_dir=tmp_path, **base["kw"])
+    rerun = base["model"]()  # rerunning the cell: a fresh model from the same seed, the same call
+    again = train.fit(rerun, base["loss"](), base["train"], checkpoint_dir=tmp_path, resume="must", **base["kw"])
+    assert again.records == hist.records
+    for (k, a), b in zip(net.state_dict().items(), rerun.state_dict().values()):
+        assert torch.equal(a, b), k
+    kw = dict(base["kw"], epochs=3, lr=0.2)
+    with pytest.raises(ValueError) as err:
+        train.fit(base["model"](), losses.FocalLoss(), base["train"], checkpoint_dir=tmp_path, **kw)
+    text = str(err.value)
+    assert "epochs: 2 in the checkpoint, 3 now" in text and "lr: 0.1 in the checkpoint, 0.2 now" in text
+    assert 'loss: "torch.nn.functional.cross_entropy" in the checkpoint' in text and "FocalLoss" in text
+    assert "seed" not in text and "train_x" not in text  # only what differs
+
+
+def test_resume_options_and_old_checkpoints(tmp_path):
+    base = _base_run()
+    args = (base["train"],)
+    with pytest.raises(FileNotFoundError, match="resume='must' but there is no checkpoint"):
+        train.fit(base["model"](), F.cross_entropy, *args, checkpoint_dir=tmp_path, resume="must", **base["kw"])
+    with pytest.raises(ValueError, match="resume='must' needs a checkpoint_dir"):
+        train.fit(base["model"](), F.cross_entropy, *args, resume="must", **base["kw"])
+    with pytest.raises(ValueError, match=r"resume must be one of \['auto', 'never', 'must'\]"):
+        train.fit(base["model"](), F.cross_entropy, *args, checkpoint_dir=tmp_path, resume=True, **base["kw"])
+    train.fit(base["model"](), F.cross_entropy, *args, checkpoint_dir=tmp_path, **base["kw"])
+    state = train.load_checkpoint(tmp_path / "last.pt")
+    assert len(state["fingerprint_digest"]) == 32 and state["fingerprint"]["epochs"] == 2
+    del state["fingerprint"], state["fingerprint_digest"]  # a checkpoint of an older ncbook
+    train.save_checkpoint(tmp_path / "last.pt", state)
+    with pytest.raises(ValueError, match=r"has no run fingerprint \(it was written by an older ncbook\)"):
+        train.fit(base["model"](), F.cross_entropy, *args, checkpoint_dir=tmp_path, **base["kw"])
+    train.fit(base["model"](), F.cross_entropy, *args, checkpoint_dir=tmp_path, resume="never", **base["kw"])
+    assert "fingerprint" in train.load_checkpoint(tmp_path / "last.pt")
+
+
+def test_fingerprint_describes_callables_stably():
+    from ncbook.train._fingerprint import describe_callable, tensor_digest
+
+    x = torch.arange(12.0).reshape(3, 4)
+    assert tensor_digest(x) == tensor_digest(x.clone()) != tensor_digest(x.flip(0))
+    assert tensor_digest(x) != tensor_digest(x.double()) and tensor_digest(x) != tensor_digest(x.reshape(4, 3))
+    assert tensor_digest(x.to(torch.bfloat16)) == tensor_digest(x.to(torch.bfloat16).clone())
+    f1 = lambda xb, g: xb * 2.0  # noqa: E731
+    f2 = lambda xb, g: xb * 3.0  # noqa: E731
+    assert describe_callable(f1) != describe_callable(f2)
+    assert describe_callable(f1) == describe_callable(lambda xb, g: xb * 2.0)
+    import functools
+
+    assert describe_callable(functools.partial(losses.focal_loss, gamma=2.0)) != describe_callable(
+        functools.partial(losses.focal_loss, gamma=1.0))
+    assert describe_callable(losses.MR2Loss(3)) == describe_callable(losses.MR2Loss(3))
+    assert describe_callable(losses.MR2Loss(3)) != describe_callable(losses.MR2Loss(3, lam=0.2))
+    assert describe_callable(F.cross_entropy) == "torch.nn.functional.cross_entropy"

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from .._validation import check_in, check_positive, check_symmetric, as_float64
+from .._validation import as_float64, check_array, check_in, check_int, check_positive, check_symmetric
 from ._multisets import SETTINGS, _check_k
 from ._objective import PSIS
 
@@ -78,8 +78,9 @@ def _check_args(k, setting, num_classes, t, psi):
     check_in("setting", setting, SETTINGS)
     t = check_positive("temperature", t)
     check_in("psi", psi, PSIS)
+    num_classes = check_int("num_classes", num_classes, 2, allow_none=True)
     if setting == "scl":
-        if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 3:
+        if num_classes is None or num_classes < 3:
             raise ValueError(
                 f"setting='scl' needs num_classes >= 3 (its collapse point depends on C); got {num_classes!r}."
             )
@@ -94,7 +95,7 @@ def collapse_margin(lambda_1, k, *, setting: str = "ucl", num_classes: int | Non
     Arguments as in :func:`collapse_threshold`.
     """
     k, t = _check_args(k, setting, num_classes, temperature, psi)
-    lam1 = float(lambda_1)
+    lam1 = check_positive("lambda_1", lambda_1)
     if not 0.0 < lam1 < 1.0:
         raise ValueError(f"lambda_1 must lie in (0, 1); got {lambda_1!r}.")
     eps = math.exp(-2.0 / t)
@@ -185,8 +186,10 @@ def class_means_from_gram(gram, dim: int | None = None, *, tol: float = 1e-8) ->
     ValueError
         If ``gram`` is not symmetric, has a clearly negative eigenvalue, or ``dim`` is below its rank.
     """
-    check_symmetric("gram", gram, atol=1e-8)
-    a = as_float64(gram)
+    a = check_array("gram", gram, ndim=2)
+    check_symmetric("gram", a, atol=1e-8)
+    tol = check_positive("tol", tol)
+    dim = check_int("dim", dim, 0, allow_none=True)
     vals, vecs = np.linalg.eigh((a + a.T) / 2)
     vals, vecs = vals[::-1], vecs[:, ::-1]
     top = max(vals[0], 0.0)
@@ -194,7 +197,7 @@ def class_means_from_gram(gram, dim: int | None = None, *, tol: float = 1e-8) ->
         raise ValueError(f"gram must be positive semidefinite; smallest eigenvalue {vals[-1]:.3g}.")
     rank = int(np.sum(vals > tol * top)) if top > 0 else 0
     d = rank if dim is None else dim
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < rank:
+    if d < rank:
         raise ValueError(f"dim must be an integer >= rank(gram) = {rank}; got {dim!r}.")
     out = np.zeros((a.shape[0], int(d)))
     out[:, :rank] = vecs[:, :rank] * np.sqrt(vals[:rank])

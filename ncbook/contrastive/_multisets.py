@@ -56,11 +56,16 @@ def negative_distribution(class_probs, *, setting: str = "ucl") -> np.ndarray:
     """
     lam = check_probabilities(class_probs)
     check_in("setting", setting, SETTINGS)
+    if setting == "scl" and lam.size < 2:
+        raise ValueError("setting='scl' needs at least 2 classes (negatives come from other classes); got 1.")
+    return _negative_distribution(lam, setting)
+
+
+def _negative_distribution(lam: np.ndarray, setting: str) -> np.ndarray:
+    """:func:`negative_distribution` for a validated ``lam`` (private: no check at another precision)."""
     c = lam.size
     if setting == "ucl":
         return np.tile(lam, (c, 1))
-    if c < 2:
-        raise ValueError("setting='scl' needs at least 2 classes (negatives come from other classes); got 1.")
     q = np.tile(lam, (c, 1))
     np.fill_diagonal(q, 0.0)
     return q / (1.0 - lam)[:, None]
@@ -70,7 +75,7 @@ def num_multiset_terms(num_classes: int, k: int, *, setting: str = "ucl") -> int
     """Number of terms ``C * binom(C + k - 1, k)`` (UCL) or ``C * binom(C + k - 2, k)`` (SCL)."""
     k = _check_k(k)
     check_in("setting", setting, SETTINGS)
-    c = int(num_classes)
+    c = check_int("num_classes", num_classes, 1 if setting == "ucl" else 2)
     pool = c if setting == "ucl" else c - 1
     return c * comb(pool + k - 1, k)
 
@@ -131,7 +136,7 @@ def anchor_tables(lam: np.ndarray, k: int, setting: str) -> tuple[np.ndarray, np
     """
     c = lam.size
     counts = _count_matrix(c, k)
-    q = negative_distribution(lam, setting=setting)  # (C, C)
+    q = _negative_distribution(lam, setting)  # (C, C)
     logq = np.log(np.where(q > 0, q, 1.0))  # the SCL diagonal (q = 0) is masked below
     weights = np.exp(_log_multinomial(counts, k)[:, None] + counts @ logq.T)  # (M, C), one product
     if setting == "scl":

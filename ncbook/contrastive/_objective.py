@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ._multisets import anchor_tables, negative_distribution
+from ._multisets import _negative_distribution, anchor_tables
 
 PSIS = ("infonce", "exp")
 
@@ -109,7 +109,7 @@ class ExpRisk:
 
     def __init__(self, lam: np.ndarray, k: int, setting: str, t: float):
         self.t = t
-        self.coef = float(k) * lam[:, None] * negative_distribution(lam, setting=setting)  # (C, C)
+        self.coef = float(k) * lam[:, None] * _negative_distribution(lam, setting)  # (C, C)
 
     def value(self, a):
         return float(np.sum(self.coef * _exp_gram(a, self.t)))
@@ -134,7 +134,7 @@ class LargeKRisk:
 
     def __init__(self, lam: np.ndarray, setting: str, t: float):
         self.lam, self.t = lam, t
-        self.q = negative_distribution(lam, setting=setting)
+        self.q = _negative_distribution(lam, setting)
 
     def _z(self, a):
         e = _exp_gram(a, self.t)

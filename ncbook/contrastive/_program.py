@@ -118,6 +118,8 @@ def solve_gram(
         solver = "newton" if lam.size <= _NEWTON_MAX_CLASSES else "bm"
     if max_iter is not None:
         max_iter = check_int("max_iter", max_iter, 1)
+    rank = check_int("rank", rank, 1, allow_none=True)
+    seed = check_int("seed", seed, 0)
     return run_solver(risk, lam, k, setting, t, psi, method, solver, tol=tol, max_iter=max_iter,
                       rank=rank, seed=seed)
 

@@ -35,6 +35,7 @@ import scipy.linalg as sla
 from scipy.optimize import minimize
 
 from .._status import SolverError, Status, settle_status
+from .._validation import check_array, check_symmetric
 
 __all__ = ["GramResult", "gap_certificate", "certified_threshold"]
 
@@ -94,7 +95,26 @@ def gap_certificate(grad_sym: np.ndarray, gram: np.ndarray) -> float:
     Returns
     -------
     float >= 0
+
+    Raises
+    ------
+    ValueError
+        If either matrix is not square and finite, they differ in size, ``grad_sym`` is not
+        symmetric, or ``gram`` is not symmetric positive semidefinite.
     """
+    g = check_array("grad_sym", grad_sym, ndim=2)
+    a = check_array("gram", gram, ndim=2)
+    check_symmetric("grad_sym", g, atol=1e-8 * max(1.0, float(np.abs(g).max(initial=0.0))))
+    check_symmetric("gram", a, atol=1e-8)
+    if g.shape != a.shape:
+        raise ValueError(f"grad_sym and gram must have the same shape; got {g.shape} and {a.shape}.")
+    if a.size and np.linalg.eigvalsh((a + a.T) / 2)[0] < -1e-6 * max(1.0, float(np.abs(a).max())):
+        raise ValueError(f"gram must be positive semidefinite (a feasible point); smallest eigenvalue "
+                         f"{np.linalg.eigvalsh((a + a.T) / 2)[0]:.3g}.")
+    return _gap_certificate(g, a)
+
+
+def _gap_certificate(grad_sym: np.ndarray, gram: np.ndarray) -> float:
     g = grad_sym - np.diag(np.diag(grad_sym))
     z = g - np.diag(np.einsum("ij,ji->i", g, gram))  # Z = G + Diag(y), y_i = -(G A)_ii
     lmin = float(np.linalg.eigvalsh((z + z.T) / 2)[0])
@@ -243,13 +263,13 @@ def _polish_bb(fun, u, *, max_iter, gtol=1e-13):
 def _solve_cvxpy(lam, k, setting, t, psi, objective, solver, tol, max_iter):
     import cvxpy as cp
 
-    from ._multisets import anchor_tables, negative_distribution
+    from ._multisets import _negative_distribution, anchor_tables
 
     c = lam.size
     a = cp.Variable((c, c), PSD=True)
     terms = []
     if psi == "exp" or objective == "large_k":
-        q = negative_distribution(lam, setting=setting)
+        q = _negative_distribution(lam, setting)
         for y in range(c):
             sup = np.flatnonzero(q[y] > 0)
             u = (a[y, sup] - 1.0) / t
@@ -360,7 +380,7 @@ def run_solver(risk, lam, k, setting, t, psi, method, solver, *, tol, max_iter, 
                           "try solver='newton' (C <= 60) or solver='bm', or a looser tol.")
     sol, projected = _feasible(sol, psd_by_construction=solver == "bm")
     value, p = risk.grad(sol)
-    gap = gap_certificate((p + p.T) / 2, sol)
+    gap = _gap_certificate((p + p.T) / 2, sol)
     seconds = time.perf_counter() - start
     if not np.isfinite(value) or not np.isfinite(gap):
         raise SolverError(f"the {solver} solve ended at a point where the risk or its gap is not finite.")

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from scipy.spatial import procrustes
 
-from .._validation import as_float64, check_int, check_matrix
+from .._validation import _numeric, as_float64, check_array, check_int, check_matrix, check_positive
 
 __all__ = ["simplex_etf", "etf_gram", "gram", "cosine_matrix", "frobenius_distance", "procrustes_align", "procrustes_r2"]
 
@@ -78,6 +78,7 @@ def simplex_etf(num_classes: int, dim: int | None = None, *, seed: int | None = 
     """
     g = etf_gram(num_classes)
     c = g.shape[0]
+    seed = check_int("seed", seed, 0, allow_none=True)
     d = c - 1 if dim is None else dim
     d = check_int("dim", d, c - 1, what=f"num_classes - 1 = {c - 1}")
     vals, vecs = np.linalg.eigh(g)
@@ -107,7 +108,18 @@ def gram(x):
     [[5.0, 2.0], [2.0, 1.0]]
     """
     check_matrix("x", x)
+    x = _promoted(x)
     return x @ x.T
+
+
+def _promoted(x):
+    """Floats keep their dtype; integers and bools become the default float dtype (tensors) or float64."""
+    if isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise TypeError(f"x must be real; got dtype {x.dtype}.")
+        return x if x.is_floating_point() else x.to(torch.get_default_dtype())
+    _numeric("x", x)
+    return x if x.dtype.kind == "f" else x.astype(np.float64)
 
 
 def cosine_matrix(x, eps: float | None = None):
@@ -133,12 +145,12 @@ def cosine_matrix(x, eps: float | None = None):
             [0., 1.]], dtype=torch.float16)
     """
     check_matrix("x", x)
+    eps = None if eps is None else check_positive("eps", eps)
+    x = _promoted(x)
     if isinstance(x, torch.Tensor):
-        x = x if x.is_floating_point() else x.to(torch.get_default_dtype())
         floor = torch.finfo(x.dtype).tiny if eps is None else eps
         u = x / x.norm(dim=1, keepdim=True).clamp_min(floor)
     else:
-        x = x if x.dtype.kind == "f" else x.astype(np.float64)
         floor = np.finfo(x.dtype).tiny if eps is None else eps
         u = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), floor)
     return u @ u.T
@@ -165,15 +177,19 @@ def frobenius_distance(a, b):
     >>> round(frobenius_distance(np.eye(2), 3 * np.eye(2)), 12)  # scale-free
     0.0
     """
+    if isinstance(a, torch.Tensor) and not a.is_complex():
+        a = a if a.is_floating_point() else a.to(torch.get_default_dtype())
+        b = b if isinstance(b, torch.Tensor) and not b.is_complex() else torch.as_tensor(_numeric("b", b))
+        b = b.to(device=a.device, dtype=a.dtype)
+    else:
+        a, b = as_float64(a, "a"), as_float64(b, "b")
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"a and b must have the same shape; got {tuple(a.shape)} and {tuple(b.shape)}.")
     if isinstance(a, torch.Tensor):
-        b = torch.as_tensor(b, dtype=a.dtype, device=a.device)
         na, nb = a.norm(), b.norm()
         if na.item() == 0 or nb.item() == 0:
             raise ValueError("a and b must be non-zero matrices.")
         return (a / na - b / nb).norm()
-    a, b = as_float64(a), as_float64(b)
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if na == 0 or nb == 0:
         raise ValueError("a and b must be non-zero matrices.")
@@ -214,9 +230,13 @@ def procrustes_align(x, y) -> tuple[np.ndarray, np.ndarray, float]:
     >>> round(disparity, 12)
     0.0
     """
-    x, y = as_float64(x), as_float64(y)
-    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
-        raise ValueError(f"x and y must be 2-D with the same number of rows; got {x.shape} and {y.shape}.")
+    return _procrustes(x, y, "x", "y")
+
+
+def _procrustes(x, y, x_name, y_name):
+    x, y = check_array(x_name, x, ndim=2, min_rows=2), check_array(y_name, y, ndim=2, min_rows=2)
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"{x_name} and {y_name} must have the same number of rows; got {x.shape} and {y.shape}.")
     width = max(x.shape[1], y.shape[1])
     x = np.pad(x, ((0, 0), (0, width - x.shape[1])))
     y = np.pad(y, ((0, 0), (0, width - y.shape[1])))
@@ -257,4 +277,4 @@ def procrustes_r2(z, reference) -> float:
     Gower, "Generalized Procrustes analysis", Psychometrika 1975;
     :func:`scipy.spatial.procrustes`.
     """
-    return 1.0 - procrustes_align(reference, z)[2]
+    return 1.0 - _procrustes(reference, z, "reference", "z")[2]

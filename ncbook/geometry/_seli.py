@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import as_float64, check_counts, check_in, check_int, check_labels, check_matrix, check_positive
+from .._validation import check_array, as_float64, check_counts, check_in, check_int, check_labels, check_matrix, check_positive
 from ._etf import etf_gram, frobenius_distance
 
 __all__ = [
@@ -229,8 +229,8 @@ def seli_distances(classifiers, means, counts) -> dict:
     """
     counts = check_counts(counts, min_classes=2)
     c = counts.size
-    w = as_float64(check_matrix("classifiers", classifiers, shape=(c, None)))
-    m = as_float64(check_matrix("means", means, shape=(c, None)))
+    w = check_array("classifiers", classifiers, shape=(c, None))
+    m = check_array("means", means, shape=(c, None))
     geo = seli_geometry(counts)
     etf = etf_gram(c)
     gw, gm = w @ w.T, m @ m.T

@@ -22,7 +22,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import _as_float_tensor, check_in, check_labels, check_matrix, check_positive, reduce, safe_eps
+from .._validation import (
+    _as_float_tensor,
+    check_bool,
+    check_in,
+    check_int,
+    check_labels,
+    check_matrix,
+    check_positive,
+    check_reduction,
+    reduce,
+    safe_eps,
+)
 
 __all__ = [
     "info_nce",
@@ -41,6 +52,8 @@ def _similarities(anchor, positive, negatives, normalize):
     check_matrix("negatives", negatives, ndim=3, shape=(n, None, d))
     anchor, positive, negatives = (_as_float_tensor(name, v) for name, v in
                                    (("anchor", anchor), ("positive", positive), ("negatives", negatives)))
+    dtype = torch.promote_types(torch.promote_types(anchor.dtype, positive.dtype), negatives.dtype)
+    anchor, positive, negatives = anchor.to(dtype), positive.to(dtype), negatives.to(dtype)  # one precision: the widest
     if normalize:  # the floor follows the dtype: a zero row gives similarities 0, never 0/0
         anchor, positive, negatives = (F.normalize(v, dim=-1, eps=safe_eps(v.dtype)) for v in (anchor, positive, negatives))
     s_pos = (anchor * positive).sum(-1)  # (n,)
@@ -91,7 +104,8 @@ def generalized_contrastive_loss(
     t = check_positive("temperature", temperature)
     if not callable(psi):
         check_in("psi", psi, _PSIS)
-    z = _similarities(anchor, positive, negatives, normalize) / t
+    check_reduction(reduction)
+    z = _similarities(anchor, positive, negatives, check_bool("normalize", normalize)) / t
     if psi == "infonce":
         losses = torch.logsumexp(F.pad(z, (1, 0)), dim=-1)  # log(1 + sum exp) stably
     elif psi == "exp":
@@ -129,7 +143,9 @@ class GeneralizedContrastiveLoss(nn.Module):
 
     def __init__(self, temperature: float = 1.0, psi="infonce", *, normalize: bool = True, reduction: str = "mean"):
         super().__init__()
-        self.temperature, self.psi, self.normalize, self.reduction = temperature, psi, normalize, reduction
+        self.temperature = check_positive("temperature", temperature)
+        self.psi = psi if callable(psi) else check_in("psi", psi, _PSIS)
+        self.normalize, self.reduction = check_bool("normalize", normalize), check_reduction(reduction)
 
     def forward(self, anchor, positive, negatives):
         return generalized_contrastive_loss(anchor, positive, negatives, temperature=self.temperature, psi=self.psi,
@@ -175,9 +191,11 @@ def contrastive_batch_indices(labels, num_anchors: int, k: int, *, setting: str 
     True
     """
     labels = check_labels(labels)
+    if labels.numel() == 0:
+        raise ValueError("labels must not be empty (anchors are drawn from them).")
     check_in("setting", setting, ("ucl", "scl"))
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k (negatives per anchor) must be an integer >= 1; got {k!r}.")
+    num_anchors = check_int("num_anchors", num_anchors, 1)
+    k = check_int("k (negatives per anchor)", k, 1)
     order = torch.argsort(labels, stable=True)
     counts = torch.bincount(labels)
     starts = torch.cumsum(counts, 0) - counts

@@ -299,6 +299,7 @@ class LDAMLoss(nn.Module):
     def __init__(self, counts: Any, *, max_margin: float = 0.5, scale: float = 30.0, drw_epoch: int | None = 160,
                  beta: float = 0.9999, reduction: str = "mean") -> None:
         super().__init__()
+        counts = check_counts(counts, min_classes=2)
         self.register_buffer("margins", ldam_margins(counts, max_margin))
         self.register_buffer("drw_weight", effective_number_weights(counts, beta))
         self.scale = check_positive("scale", scale)
@@ -393,7 +394,7 @@ class LogitAdjustedLoss(nn.Module):
 
     def __init__(self, counts: Any, *, tau: float = 1.0, reduction: str = "mean") -> None:
         super().__init__()
-        self.register_buffer("counts", torch.as_tensor(check_counts(counts)))
+        self.register_buffer("counts", torch.as_tensor(check_counts(counts, min_classes=2)))
         self.tau = check_nonnegative("tau", tau)
         self.reduction = check_reduction(reduction)
 
@@ -452,6 +453,7 @@ def ib_loss(
     grad_norm = (F.softmax(logits, dim=1) - F.one_hot(labels, c).to(logits)).abs().sum(dim=1)  # (n,)
     influence = grad_norm * features.abs().sum(dim=1)
     values = F.cross_entropy(logits, labels, reduction="none") * (alpha / (influence + eps))
+    values = torch.where(torch.isfinite(influence), values, torch.full_like(values, float("nan")))  # inf features: NaN, not 0
     if weight is not None:
         values = values * _as_class_vector("weight", weight, c).to(logits)[labels]
     return reduce(values, reduction)
@@ -488,10 +490,10 @@ class IBLoss(nn.Module):
     def __init__(self, counts: Any = None, *, alpha: float = 1000.0, start_epoch: int = 100, eps: float = 1e-3,
                  reduction: str = "mean") -> None:
         super().__init__()
-        self.register_buffer("weight", None if counts is None else inverse_frequency_weights(counts))
+        self.register_buffer("weight", None if counts is None else inverse_frequency_weights(check_counts(counts, min_classes=2)))
         self.alpha = check_positive("alpha", alpha)
         self.eps = check_positive("eps", eps)
-        self.start_epoch = _check_epoch("start_epoch", start_epoch)
+        self.start_epoch = check_int("start_epoch", start_epoch, 0)
         self.reduction = check_reduction(reduction)
         self.register_buffer("epoch", torch.tensor(0, dtype=torch.int64))
 

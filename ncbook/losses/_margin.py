@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import (
+    check_bool,
     check_class_vector,
     check_features,
     check_in,
@@ -164,6 +165,7 @@ def representation_margin_loss(
     0.9741
     """
     features = check_features(features)
+    num_classes = check_int("num_classes", num_classes, 1, allow_none=True)
     labels = check_labels(labels, num_classes, n=features.shape[0]).to(features.device)
     check_in("reduction", reduction, REP_REDUCTIONS)
     temperature = check_positive("temperature", temperature)
@@ -275,9 +277,9 @@ class MR2Loss(nn.Module):
             raise ValueError(f"ema must lie in [0, 1) (an EMA decay); got {ema!r}.")
         self.ema = ema
         self.p = _check_p(p if p is not None else (5.0 if mode == "code" else 2.0))
-        self.logit_margins = bool(logit_margins)
-        self.normalize_features = bool(normalize_features)
-        self.reset_each_epoch = (mode == "code") if reset_each_epoch is None else bool(reset_each_epoch)
+        self.logit_margins = check_bool("logit_margins", logit_margins)
+        self.normalize_features = check_bool("normalize_features", normalize_features)
+        self.reset_each_epoch = (mode == "code") if reset_each_epoch is None else check_bool("reset_each_epoch", reset_each_epoch)
         self.min_count = check_int("min_count", min_count if min_count is not None else (1 if mode == "code" else 2), 1)
         self.register_buffer("mean_sq_norm_ema", torch.zeros(num_classes))
         self.register_buffer("mean_sq_dev_ema", torch.zeros(num_classes))

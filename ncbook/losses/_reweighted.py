@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import (
+    check_bool,
     check_class_vector,
     check_int,
     check_logits_labels,
@@ -101,6 +102,7 @@ def inverse_reweighted_ce(
         clamp = check_positive("clamp", clamp, allow_inf=True)
     w0 = torch.ones(c, dtype=logits.dtype, device=logits.device) if prior is None else prior_weights(c, prior).to(logits)
     beta = None if macro is None else check_class_vector("macro", macro, c).to(logits)
+    detach = check_bool("detach", detach)
     return _irce(logits, labels, w0, alpha, beta, detach, clamp, check_nonnegative("eps", eps), reduction)[0]
 
 
@@ -190,7 +192,7 @@ class InverseReweightedCE(nn.Module):
         self.alpha = check_nonnegative("alpha", alpha)
         self.gamma = check_nonnegative("gamma", gamma)
         self.clamp = None if clamp is None else check_positive("clamp", clamp, allow_inf=True)
-        self.detach = bool(detach)
+        self.detach = check_bool("detach", detach)
         self.eps = check_nonnegative("eps", eps)
         self.reduction = check_reduction(reduction)
         self.switch_epoch = check_int("switch_epoch", switch_epoch, 0)

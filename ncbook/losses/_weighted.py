@@ -40,6 +40,7 @@ from torch import nn
 
 from .._validation import (
     as_float64,
+    check_callable,
     check_counts,
     check_features,
     check_finite,
@@ -134,7 +135,7 @@ def soft_supcon_weights(labels, epsilon: float) -> torch.Tensor:
 
 
 def _as_label_matrix(y, name: str) -> torch.Tensor:
-    t = torch.as_tensor(as_float64(y))
+    t = torch.as_tensor(as_float64(y, name))
     if t.ndim == 1:
         t = t[:, None]
     check_matrix(name, t)
@@ -489,7 +490,7 @@ def _check_prototype_inputs(prototypes, counts, class_weights):
     check_square("class_weights", class_weights)
     if class_weights.shape[0] != c:
         raise ValueError(f"class_weights must be ({c}, {c}); got {tuple(class_weights.shape)}.")
-    om = torch.as_tensor(as_float64(class_weights)).to(device=prototypes.device)  # float64: targets first
+    om = torch.as_tensor(as_float64(class_weights, "class_weights")).to(device=prototypes.device)  # float64: targets first
     check_finite("class_weights", om)
     if (om < 0).any():
         raise ValueError(f"class_weights must be non-negative; got minimum {om.min().item():.4g}.")
@@ -624,7 +625,7 @@ class WInfoNCELoss(nn.Module):
         super().__init__()
         check_in("similarity", similarity, SIMILARITIES)
         check_reduction(reduction)
-        self.weight_fn = weight_fn
+        self.weight_fn = check_callable("weight_fn", weight_fn)
         self.similarity = similarity
         self.temperature = _check_tau(temperature)
         self.reduction = reduction

@@ -10,14 +10,24 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .._validation import check_counts, check_labels
+from .._validation import _numeric, check_array, check_counts, check_int, check_labels
 
 __all__ = ["difficulty_groups", "group_accuracy", "per_class_accuracy", "shot_accuracy"]
 
 
-def _preds(predictions) -> torch.Tensor:
-    p = torch.as_tensor(predictions).detach().cpu()
-    return p.argmax(1) if p.ndim == 2 else p.long()
+def _preds(predictions, num_classes, n, columns=None) -> torch.Tensor:
+    """Class indices from indices ``(n,)`` of any integer dtype or logits ``(n, C)`` (argmax)."""
+    p = predictions.detach().cpu() if isinstance(predictions, torch.Tensor) else torch.as_tensor(_numeric("predictions", predictions))
+    if p.ndim == 2:
+        if num_classes is not None and p.shape[1] != num_classes:
+            raise ValueError(f"predictions given as logits must have C = {num_classes} columns; got shape {tuple(p.shape)}.")
+        if columns is not None and p.shape[1] < columns:
+            raise ValueError(f"predictions given as logits must have at least {columns} columns (the classes of "
+                             f"labels); got shape {tuple(p.shape)}.")
+        if p.is_floating_point() and not bool(torch.isfinite(p).all()):
+            raise ValueError("predictions given as logits must be finite.")
+        p = p.argmax(1)
+    return check_labels(p, num_classes, name="predictions", n=n)
 
 
 def per_class_accuracy(predictions, labels, num_classes: int | None = None) -> torch.Tensor:
@@ -38,11 +48,14 @@ def per_class_accuracy(predictions, labels, num_classes: int | None = None) -> t
     >>> per_class_accuracy(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 0, 1, 1]), 3).tolist()
     [0.5, 0.5, nan]
     """
+    num_classes = check_int("num_classes", num_classes, 1, allow_none=True)
     y = check_labels(labels, num_classes).cpu()
-    p = _preds(predictions)
-    if p.shape[0] != y.shape[0]:
-        raise ValueError(f"predictions and labels must have the same length; got {p.shape[0]} and {y.shape[0]}.")
-    c = int(y.max()) + 1 if num_classes is None else int(num_classes)
+    if y.numel() == 0:
+        raise ValueError("labels must not be empty.")
+    c = int(y.max()) + 1 if num_classes is None else num_classes
+    p = _preds(predictions, num_classes, y.shape[0], columns=c)
+    if num_classes is None and getattr(predictions, "ndim", 1) == 2:
+        c = predictions.shape[1]  # logits name every class, also those absent from labels (their accuracy: NaN)
     total = torch.bincount(y, minlength=c).double()
     right = torch.bincount(y[p == y], minlength=c).double()
     return torch.where(total > 0, right / total.clamp_min(1), torch.full_like(total, float("nan")))
@@ -76,6 +89,7 @@ def shot_accuracy(predictions, labels, train_counts, *, many: int = 100, few: in
     (1.0, 1.0, 0.0)
     """
     counts = check_counts(train_counts, "train_counts")
+    many, few = check_int("many", many, 0), check_int("few", few, 0)
     if few > many:
         raise ValueError(f"few must be <= many; got few={few}, many={many}.")
     acc = per_class_accuracy(predictions, labels, len(counts)).numpy()
@@ -108,9 +122,8 @@ def difficulty_groups(class_accuracy, *, groups: Sequence[str] = ("easy", "mediu
     >>> difficulty_groups([0.9, 0.2, 0.5, 0.7, 0.1, 0.8])
     {'easy': array([0, 5]), 'medium': array([2, 3]), 'hard': array([1, 4])}
     """
-    acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
-                     dtype=np.float64)
-    if acc.ndim != 1 or acc.size < len(groups):
+    acc = _class_accuracy(class_accuracy)
+    if acc.size < len(groups):
         raise ValueError(
             f"class_accuracy must be 1-D with at least {len(groups)} classes; got shape {acc.shape}."
         )
@@ -126,6 +139,20 @@ def group_accuracy(class_accuracy, groups: dict[str, np.ndarray]) -> dict[str, f
     >>> group_accuracy([0.9, 0.2, 0.5, 0.7], {"easy": np.array([0, 3]), "hard": np.array([1, 2])})
     {'easy': 0.8, 'hard': 0.35}
     """
-    acc = np.asarray(class_accuracy.detach().cpu() if isinstance(class_accuracy, torch.Tensor) else class_accuracy,
-                     dtype=np.float64)
-    return {name: float(acc[idx].mean()) for name, idx in groups.items()}
+    acc = _class_accuracy(class_accuracy)
+    if not isinstance(groups, dict):
+        raise TypeError(f"groups must be a dict of group name -> class indices; got {type(groups).__name__}.")
+    out = {}
+    for name, idx in groups.items():
+        idx = np.asarray(idx)
+        if idx.dtype.kind not in "iu" or idx.size == 0 or idx.min() < 0 or idx.max() >= acc.size:
+            raise ValueError(f"groups[{name!r}] must be class indices in [0, {acc.size}); got {idx!r}.")
+        out[name] = float(acc[idx].mean())
+    return out
+
+
+def _class_accuracy(class_accuracy) -> np.ndarray:
+    acc = check_array("class_accuracy", class_accuracy, ndim=1)
+    if np.any((acc < 0) | (acc > 1)):
+        raise ValueError(f"class_accuracy must hold accuracies in [0, 1]; got {acc!r}.")
+    return acc

@@ -39,11 +39,13 @@ def _similarity_np(z: np.ndarray, similarity: str) -> np.ndarray:
 
 
 def _inputs(z, weights):
-    z = as_float64(z)
+    z = as_float64(z, "z")
     if z.ndim != 2 or z.shape[0] < 2:
         raise ValueError(f"z must be 2-D of shape (N, d) with N >= 2; got shape {z.shape}.")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("z must be finite; it holds NaN or infinite values.")
     check_square("weights", weights)
-    w = as_float64(weights)
+    w = as_float64(weights, "weights")
     if w.shape[0] != z.shape[0]:
         raise ValueError(f"weights must be ({z.shape[0]}, {z.shape[0]}) to match z; got {w.shape}.")
     if not np.all(np.isfinite(w)) or np.any(w < 0):

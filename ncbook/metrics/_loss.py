@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._validation import as_float64
+
 __all__ = ["loss_imbalance"]
 
 
@@ -52,9 +54,9 @@ def loss_imbalance(class_losses: Any) -> torch.Tensor:
     0.5
     """
     x = class_losses.detach().cpu().double() if isinstance(class_losses, torch.Tensor) else \
-        torch.as_tensor(np.asarray(class_losses, dtype=np.float64))
-    if x.ndim == 0:
-        raise ValueError("class_losses must have at least one dimension (..., C); got a scalar.")
+        torch.as_tensor(as_float64(class_losses, "class_losses"))
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"class_losses must have shape (..., C) with C >= 1; got shape {tuple(x.shape)}.")
     present = ~torch.isnan(x)
     if bool(torch.isinf(x).any()) or bool(((x < 0) & present).any()):
         raise ValueError(f"class_losses must be finite and >= 0 (NaN for an absent class); got {_short(x)}.")

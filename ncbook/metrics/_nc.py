@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._validation import check_finite, check_in, check_labels, check_matrix
+from .._validation import _numeric, check_class_vector, check_finite, check_in, check_int, check_labels, check_matrix
 
 __all__ = ["class_means", "nc1", "nc2", "nc3", "nc4", "neural_collapse", "NCAccumulator", "centered_means"]
 
@@ -29,16 +29,17 @@ WITHINS = ("sample", "class")
 NC3_VARIANTS = ("papyan", "zhu")
 
 
-def _f64(x: Any) -> torch.Tensor:
-    if isinstance(x, torch.Tensor):
+def _f64(x: Any, name: str = "input") -> torch.Tensor:
+    if isinstance(x, torch.Tensor) and not x.is_complex():
         return x.detach().to(device="cpu", dtype=torch.float64)
-    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
+    return torch.as_tensor(_numeric(name, x), dtype=torch.float64)
 
 
 def _features_labels(features, labels, num_classes):
     check_matrix("features", features)
-    h = _f64(features)
+    h = _f64(features, "features")
     check_finite("features", h)
+    num_classes = check_int("num_classes", num_classes, 1, allow_none=True)
     y = check_labels(labels, num_classes).cpu()
     if y.numel() != h.shape[0]:
         raise ValueError(f"labels must have one entry per row of features; got {y.numel()} labels for {h.shape[0]} rows.")
@@ -207,7 +208,7 @@ def nc2(x) -> float:
 
 def _nc2(x, name: str) -> float:
     check_matrix(name, x)
-    x = _f64(x)
+    x = _f64(x, "x")
     if x.shape[0] < 2:
         raise ValueError(f"{name} must have at least 2 rows (classes); got shape {tuple(x.shape)}.")
     check_finite(name, x)
@@ -258,7 +259,7 @@ def nc3(classifier, means, *, variant: str = "papyan") -> float:
     check_in("variant", variant, NC3_VARIANTS)
     check_matrix("classifier", classifier)
     check_matrix("means", means, shape=tuple(classifier.shape))
-    w, m = _f64(classifier), _f64(means)
+    w, m = _f64(classifier, "classifier"), _f64(means, "means")
     check_finite("classifier", w)
     check_finite("means", m)
     if w.norm() == 0:
@@ -309,13 +310,15 @@ def nc4(features, predictions, means) -> float:
     """
     check_matrix("features", features)
     check_matrix("means", means)
-    h, mu = _f64(features), _f64(means)
+    h, mu = _f64(features, "features"), _f64(means, "means")
+    if mu.shape[0] < 1:
+        raise ValueError(f"means must hold one row per class (C >= 1); got shape {tuple(mu.shape)}.")
     if mu.shape[1] != h.shape[1]:
         raise ValueError(f"means must have shape (C, d) with d = {h.shape[1]} (the features' width); "
                          f"got {tuple(mu.shape)}.")
     check_finite("features", h)
     check_finite("means", mu)
-    pred = torch.as_tensor(np.asarray(predictions)) if not isinstance(predictions, torch.Tensor) else predictions
+    pred = torch.as_tensor(_numeric("predictions", predictions)) if not isinstance(predictions, torch.Tensor) else predictions
     if pred.ndim == 2:
         if pred.shape[1] != mu.shape[0]:
             raise ValueError(f"predictions given as logits must have C = {mu.shape[0]} columns (one per mean); "
@@ -370,12 +373,16 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
             f"classifier must have shape (C, d) with d = {features.shape[1]} (the features' width); got "
             f"{tuple(classifier.shape)}. Pass W with one row per class (transpose a d x C matrix)."
         )
-    c = classifier.shape[0] if num_classes is None else num_classes
+    if classifier.shape[0] < 1:
+        raise ValueError(f"classifier must have one row per class (C >= 1); got shape {tuple(classifier.shape)}.")
+    c = classifier.shape[0] if num_classes is None else check_int("num_classes", num_classes, 1)
     h, y, c, counts = _features_labels(features, labels, c)
     means = _class_means(h, y, c, counts)
     centred = means - _global_mean(means, h, check_in("global_mean", global_mean, GLOBAL_MEANS))
-    w = _f64(classifier)
-    logits = h @ w.T + (0 if bias is None else _f64(bias))
+    w = _f64(classifier, "classifier")
+    check_finite("classifier", w)
+    b = 0 if bias is None else check_class_vector("bias", bias, w.shape[0], signed=True).cpu()
+    logits = h @ w.T + b
     return {
         "nc1": _nc1_from(_within_cov(h, y, means, counts.double(), check_in("within", within, WITHINS)),
                          centred, c - 1),
@@ -412,7 +419,8 @@ class NCAccumulator:
     """
 
     def __init__(self, num_classes: int, dim: int, *, within: str = "sample", global_mean: str = "class"):
-        self.num_classes, self.dim = int(num_classes), int(dim)
+        self.num_classes = check_int("num_classes", num_classes, 2)
+        self.dim = check_int("dim", dim, 1, what="the feature dimension d")
         self.within = check_in("within", within, WITHINS)
         self.global_mean = check_in("global_mean", global_mean, GLOBAL_MEANS)
         self.sums = torch.zeros(self.num_classes, self.dim, dtype=torch.float64)
@@ -423,10 +431,15 @@ class NCAccumulator:
 
     def update_means(self, features, labels) -> None:
         """First pass: accumulate per-class sums and counts of a batch ``(b, d)``."""
-        h, y = _f64(features), check_labels(labels, self.num_classes).cpu()
-        check_finite("features", h)
+        h, y = self._batch(features, labels)
         self.sums.index_add_(0, y, h)
         self.counts += torch.bincount(y, minlength=self.num_classes).double()
+
+    def _batch(self, features, labels):
+        check_matrix("features", features, shape=(None, self.dim))
+        h = _f64(features, "features")
+        check_finite("features", h)
+        return h, check_labels(labels, self.num_classes, n=h.shape[0]).cpu()
 
     def means(self) -> torch.Tensor:
         """Class means ``(C, d)`` after the first pass."""
@@ -436,7 +449,7 @@ class NCAccumulator:
 
     def update_covariance(self, features, labels, logits=None) -> None:
         """Second pass: accumulate within-class scatter and, given logits, the NC4 count."""
-        h, y = _f64(features), check_labels(labels, self.num_classes).cpu()
+        h, y = self._batch(features, labels)
         mu = self.means()
         dev = h - mu[y]
         if self.within == "sample":
@@ -457,7 +470,7 @@ class NCAccumulator:
             sigma_w = self.scatter[0] / self.counts.sum()
         else:
             sigma_w = (self.scatter / self.counts[:, None, None]).mean(0)
-        w = _f64(classifier)
+        w = _f64(classifier, "classifier")
         c = self.num_classes
         return {
             "nc1": _nc1_from(sigma_w, centred, c - 1),

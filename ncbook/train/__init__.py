@@ -11,8 +11,8 @@ from ._distributed import is_main_process
 from ._loop import History
 from ._loop import evaluate
 from ._loop import fit
-from ._loop import lr_lambda
-from ._loop import mittag_leffler_alpha
+from ._schedule import lr_lambda
+from ._schedule import mittag_leffler_alpha
 from ._parallel import fit_run
 from ._parallel import run_parallel
 from ._weighted import ContrastiveRun

@@ -13,11 +13,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._validation import check_int, check_path
+
 __all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint", "seed_everything"]
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, numpy's and torch's global generators (CPU and CUDA)."""
+    """Seed Python's, numpy's and torch's global generators (CPU and CUDA); ``seed`` an integer ``>= 0``."""
+    seed = check_int("seed", seed, 0)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -53,7 +56,9 @@ def set_rng_state(state: dict) -> None:
 
 def save_checkpoint(path: str | Path, payload: dict) -> None:
     """Write ``payload`` atomically (a crash mid-write keeps the previous checkpoint)."""
-    path = Path(path)
+    path = Path(check_path("path", path))
+    if not isinstance(payload, dict):
+        raise TypeError(f"payload must be a dict of tensors and plain values; got {type(payload).__name__}.")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save(payload, tmp)
@@ -62,4 +67,4 @@ def save_checkpoint(path: str | Path, payload: dict) -> None:
 
 def load_checkpoint(path: str | Path, map_location=None) -> dict:
     """Read a checkpoint with ``weights_only=True`` (no arbitrary code runs on load)."""
-    return torch.load(Path(path), map_location=map_location, weights_only=True)
+    return torch.load(Path(check_path("path", path)), map_location=map_location, weights_only=True)

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_in, check_labels, check_positive
+from .._validation import check_callable, check_in, check_int, check_labels, check_positive
 from ..losses import contrastive_batch_indices, generalized_contrastive_loss
-from ._core import check_finite, run_steps
+from ._core import check_feature_model, check_finite, check_sgd, run_steps
 
 __all__ = ["ContrastiveFit", "fit_contrastive", "class_mean_cosines"]
 
@@ -66,7 +66,11 @@ def class_mean_cosines(model, x, y, *, batch_size: int = 1024):
     -------
     (ndarray (C, C), ndarray (C,))
     """
-    y = check_labels(y)
+    check_feature_model(model)
+    if not isinstance(x, torch.Tensor) or x.ndim < 1:
+        raise TypeError(f"x must be a torch.Tensor of inputs (n, ...); got {type(x).__name__}.")
+    y = check_labels(y, name="y", n=len(x), rows_of="x")
+    batch_size = check_int("batch_size", batch_size, 1)
     model.eval()
     dev = next(model.parameters()).device
     feats = torch.cat([F.normalize(model.features(x[i:i + batch_size].to(dev)), dim=1).double().cpu()
@@ -112,9 +116,17 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     ValueError
         On bad ``setting`` or ``temperature``, or when the loss becomes NaN or infinite (the message names the step).
     """
-    y = check_labels(y)
+    check_feature_model(model)
+    if not isinstance(x, torch.Tensor) or x.ndim < 1:
+        raise TypeError(f"x must be a torch.Tensor of inputs (n, ...); got {type(x).__name__}.")
+    y = check_labels(y, name="y", n=len(x), rows_of="x")
     check_in("setting", setting, ("ucl", "scl"))
     temperature = check_positive("temperature", temperature)
+    k, batch_size = check_int("k (negatives per anchor)", k, 1), check_int("batch_size", batch_size, 1)
+    check_in("psi", psi, ("infonce", "exp"))
+    check_callable("augment", augment, allow_none=True)
+    lr, momentum, weight_decay = check_sgd(lr=lr, momentum=momentum, weight_decay=weight_decay)
+    steps, seed = check_int("steps", steps, 1), check_int("seed", seed, 0)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)

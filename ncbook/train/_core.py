@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Protocol, runtime_checkable
 
 import torch
 
-__all__ = ["EpochAware", "FeatureLoss", "check_finite", "run_steps"]
+__all__ = ["EpochAware", "FeatureLoss", "check_finite", "check_feature_model", "check_sgd", "run_steps"]
 
 
 @runtime_checkable
@@ -35,6 +35,24 @@ class FeatureLoss(Protocol):
     needs_features: bool
 
     def __call__(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor) -> torch.Tensor: ...
+
+
+def check_feature_model(model):
+    """A module with ``features(x) -> (n, d)`` (the contrastive trainers' protocol), else ``TypeError``."""
+    from torch import nn
+
+    if not isinstance(model, nn.Module) or not callable(getattr(model, "features", None)):
+        raise TypeError(f"model must be a torch.nn.Module with features(x) -> (n, d) (see ncbook.models); "
+                        f"got {type(model).__name__}.")
+    return model
+
+
+def check_sgd(*, lr, momentum, weight_decay):
+    """The SGD settings every trainer takes, validated once: ``(lr, momentum, weight_decay)`` as floats."""
+    from .._validation import check_nonnegative, check_positive
+
+    return (check_positive("lr", lr), check_nonnegative("momentum", momentum),
+            check_nonnegative("weight_decay", weight_decay))
 
 
 def call_loss(loss_fn, logits, labels, features):

@@ -2,11 +2,13 @@
 
 Launch a script that calls :func:`init_distributed` and then :func:`ncbook.train.fit` with
 ``torchrun --nproc_per_node=N script.py``. Inside ``fit`` every rank draws the same permutation of
-the training set each epoch and takes its shard (``batch_size / world_size`` samples) of every
-global batch; ``DistributedDataParallel`` averages the gradients, so an update equals the update of
-one process on the whole batch (for losses that are means over samples and models without
-BatchNorm, or with SyncBatchNorm). Rank 0 writes checkpoints and shows progress; scripts guard their
-own writes (``save_result``, claims) with :func:`is_main_process`.
+the training set each epoch and forwards its shard (``batch_size / world_size`` samples) of every
+global batch; the logits and features of the global batch are gathered on every rank and the loss is
+computed on all of them, identically everywhere, with a gradient that ``DistributedDataParallel``'s
+average turns into the global batch's. So an update equals the update of one process on the whole
+batch for every loss (weighted normalisers, class statistics, EMAs and switches included), for models
+without BatchNorm or with SyncBatchNorm. Rank 0 writes checkpoints and shows progress; scripts guard
+their own writes (``save_result``, claims) with :func:`is_main_process`.
 """
 
 from __future__ import annotations

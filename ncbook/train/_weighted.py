@@ -22,11 +22,11 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .._validation import check_in, check_positive
+from .._validation import check_callable, check_in, check_int, check_positive
 from ..losses import w_info_nce
 from ..profiles import default_device
 from ._contrastive import CHECK_EVERY
-from ._core import check_finite, run_steps
+from ._core import check_feature_model, check_finite, check_sgd, run_steps
 
 __all__ = ["ContrastiveRun", "embed", "fit_weighted_contrastive"]
 
@@ -117,9 +117,14 @@ def fit_weighted_contrastive(
         On bad ``steps``, ``batch_size``, ``temperature``, ``lr`` or ``similarity``, or mismatched lengths,
         or when the loss becomes NaN or infinite (the message names the step).
     """
+    check_feature_model(model)
     check_in("similarity", similarity, ("cosine", "euclidean"))
     check_positive("temperature", temperature)
-    check_positive("lr", lr)
+    check_callable("weight_fn", weight_fn)
+    check_callable("augment", augment, allow_none=True)
+    check_sgd(lr=lr, momentum=momentum, weight_decay=weight_decay)
+    seed = check_int("seed", seed, 0)
+    log_every = check_int("log_every", log_every, 1)
     _check_steps(steps, batch_size)
     if len(x) != len(targets):
         raise ValueError(f"x and targets must have the same length; got {len(x)} and {len(targets)}.")
@@ -153,6 +158,8 @@ def fit_weighted_contrastive(
 @torch.no_grad()
 def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024, device=None) -> torch.Tensor:
     """Features ``model.features(x)`` in eval mode, batch by batch, as a float64 CPU tensor ``(n, d)``."""
+    check_feature_model(model)
+    batch_size = check_int("batch_size", batch_size, 1)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.eval()
     out = [model.features(x[i : i + batch_size].to(device)).double().cpu() for i in range(0, len(x), batch_size)]

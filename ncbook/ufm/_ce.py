@@ -46,7 +46,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_counts, check_in, check_int, check_logits_labels, check_nonnegative, check_positive
+from .._validation import (
+    check_class_vector,
+    check_counts,
+    check_features,
+    check_in,
+    check_int,
+    check_logits_labels,
+    check_nonnegative,
+    check_positive,
+)
 from .._status import SolverError, settle_status
 from ..geometry import etf_gram, seli_geometry
 
@@ -119,9 +128,7 @@ def log_mean_ce(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tenso
     """
     logits, labels = check_logits_labels(logits, labels)
     if weights is not None:
-        weights = torch.as_tensor(weights, dtype=logits.dtype, device=logits.device)
-        if weights.shape != labels.shape or not torch.isfinite(weights).all() or (weights < 0).any():
-            raise ValueError(f"weights must be {labels.shape[0]} finite non-negative numbers; got shape {tuple(weights.shape)}.")
+        weights = check_class_vector("weights", weights, labels.shape[0]).to(dtype=logits.dtype, device=logits.device)
     return _log_mean_ce(logits, labels, weights)
 
 
@@ -214,8 +221,16 @@ def ufm_objective(W, H, labels, *, lam_w: float = 0.0, lam_h: float = 0.0, multi
     >>> round(float(ufm_objective(W, H, torch.tensor([0, 1]))), 4)  # zero features: CE = log 2
     0.6931
     """
+    W, H = check_features(W, "W"), check_features(H, "H")
+    if W.shape[1] != H.shape[1] or W.shape[0] < 1:
+        raise ValueError(f"W must have shape (C, d) with d = {H.shape[1]} (the width of H); got {tuple(W.shape)}.")
+    dtype = torch.promote_types(W.dtype, H.dtype)
+    W, H = W.to(dtype), H.to(device=W.device, dtype=dtype)
+    lam_w, lam_h = check_nonnegative("lam_w", lam_w), check_nonnegative("lam_h", lam_h)
+    if multiplicity is not None:
+        multiplicity = check_class_vector("multiplicity", multiplicity, H.shape[0])
     ce = F.softplus(ce_margins(H @ W.T, labels))  # validates labels
-    mult = torch.ones_like(ce) if multiplicity is None else multiplicity.to(ce.dtype)
+    mult = torch.ones_like(ce) if multiplicity is None else multiplicity.to(device=ce.device, dtype=ce.dtype)
     n = mult.sum()
     reg = 0.5 * lam_w * (W**2).sum() + 0.5 * lam_h * (mult[:, None] * H**2).sum()
     return (mult * ce).sum() / n + reg
@@ -386,7 +401,7 @@ def train_ufm(
     device = torch.device("cpu" if device is None else device)
     dtype = torch.float64
     prob = _Problem(counts, level, device, dtype)
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
     W = (init_scale * torch.randn(c, dim, generator=gen, dtype=dtype)).to(device)
     H = (init_scale * torch.randn(prob.rows.numel(), dim, generator=gen, dtype=dtype)).to(device)
     H = H * prob.mult.sqrt()[:, None]  # the optimisation variable V = sqrt(n_c) h_c (sample level: H)

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .._status import SolverError, settle_status
-from .._validation import check_counts, check_in, check_int, check_labels, check_matrix, check_positive
+from .._validation import check_bool, check_counts, check_features, check_in, check_int, check_labels, check_positive
 from ..contrastive import negative_multisets
 
 __all__ = ["ContrastiveUFMResult", "contrastive_ufm_risk", "fit_contrastive_ufm"]
@@ -70,11 +70,18 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temp
     >>> round(float(contrastive_ufm_risk(torch.eye(2, dtype=torch.float64), torch.tensor([0, 1]), 1)), 4)
     0.5032
     """
-    check_matrix("features", features)
-    labels = check_labels(labels)
+    features = check_features(features)
+    labels = check_labels(labels, n=features.shape[0]).to(features.device)
+    if labels.numel() == 0:
+        raise ValueError("features must hold at least one sample; got none.")
+    k = check_int("k (negatives per anchor)", k, 1)
     check_in("setting", setting, ("ucl", "scl"))
     check_in("psi", psi, ("infonce", "exp"))
     t = check_positive("temperature", temperature)
+    return _risk(features, labels, k, setting, t, psi, check_bool("normalize", normalize), _tables)
+
+
+def _risk(features, labels, k, setting, t, psi, normalize, tables):
     h = torch.nn.functional.normalize(features, dim=1) if normalize else features
     n = h.shape[0]
     same = (labels[:, None] == labels[None, :]).to(h.dtype)
@@ -85,7 +92,7 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temp
         neg_w = neg_w / neg_w.sum(1, keepdim=True)
         per = k * (neg_w * s.exp()).sum(1, keepdim=True) * torch.exp(-s)  # (i, p)
         return (pos_w * per).sum() / n
-    counts, weights = _tables if _tables is not None else _sample_weights(labels, k, setting, h.dtype)
+    counts, weights = tables if tables is not None else _sample_weights(labels, k, setting, h.dtype)
     q = counts @ s.exp().T  # (M, n): sum_j n_j exp(s_ij)
     d = 1.0 + q[:, :, None] * torch.exp(-s)[None, :, :]  # (M, i, p)
     per = (weights[:, :, None] * torch.log(d)).sum(0)  # (i, p)
@@ -171,6 +178,12 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", temperature: fl
     check_in("setting", setting, ("ucl", "scl"))
     lr = check_positive("lr", lr)
     steps = check_int("steps", steps, 1)
+    k = check_int("k (negatives per anchor)", k, 1)
+    check_in("psi", psi, ("infonce", "exp"))
+    temperature = check_positive("temperature", temperature)
+    tol = check_positive("tol", tol)
+    seed = check_int("seed", seed, 0)
+    dim = check_int("dim", dim, 1, allow_none=True)
     c = counts.size
     d = c if dim is None else int(dim)
     labels = torch.repeat_interleave(torch.arange(c), torch.as_tensor(counts))
@@ -180,7 +193,7 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", temperature: fl
     tables = None if psi == "exp" else _sample_weights(labels, k, setting, torch.float64)
     start, certified, it, gmax = time.perf_counter(), False, 0, float("nan")
     for it in range(1, steps + 1):
-        loss = contrastive_ufm_risk(v, labels, k, setting=setting, temperature=temperature, psi=psi, _tables=tables)
+        loss = _risk(v, labels, k, setting, temperature, psi, True, tables)
         (g,) = torch.autograd.grad(loss, v)
         gmax = g.abs().max().item()
         if not math.isfinite(gmax):

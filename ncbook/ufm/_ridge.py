@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 from .._status import SolverError, settle_status
-from .._validation import check_counts, check_in, check_int, check_positive
+from .._validation import check_array, check_counts, check_in, check_int, check_positive
 from ..geometry import frobenius_distance
 
 __all__ = ["RidgeOptimum", "ridge_optimum", "sel_distance"]
@@ -105,10 +105,11 @@ def sel_distance(logits, counts) -> float:
     """
     counts = check_counts(counts, min_classes=2)
     c = counts.size
+    z = check_array("logits", logits, shape=(c, c))
     s = np.sqrt(counts.astype(np.float64))[:, None]
-    if not np.any(np.asarray(logits)):
+    if not np.any(z):
         return float("nan")  # a large ridge zeroes every logit: no direction to compare
-    return frobenius_distance(s * np.asarray(logits, dtype=np.float64), s * (np.eye(c) - 1.0 / c))
+    return frobenius_distance(s * z, s * (np.eye(c) - 1.0 / c))
 
 
 def _loss_grad(x, sq, w):

@@ -70,8 +70,10 @@ def _threads(n: int):
         torch.set_num_threads(old)
 
 
-def _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol):
+def _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol, seed, threads):
     check_int("dim", dim, 1, what="the embedding dimension d")
+    check_int("seed", seed, 0)
+    check_int("threads", threads, 1)
     check_int("adam_steps", adam_steps, 0)
     check_int("lbfgs_steps", lbfgs_steps, 0)
     check_positive("lr", lr)
@@ -118,7 +120,7 @@ def _optimise(loss_fn, z: torch.Tensor, adam_steps: int, lbfgs_steps: int, lr: f
 
 def _init(n: int, dim: int, seed: int, init) -> torch.Tensor:
     if init is not None:
-        z = torch.as_tensor(as_float64(init))
+        z = torch.as_tensor(as_float64(init, "init"))
         if tuple(z.shape) != (n, dim):
             raise ValueError(f"init must have shape ({n}, {dim}); got {tuple(z.shape)}.")
         return z
@@ -198,9 +200,9 @@ def fit_free_embeddings(
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
     check_positive("temperature", temperature)
-    _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol)
+    _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol, seed, threads)
     start = time.perf_counter()
-    w = torch.as_tensor(as_float64(weights))
+    w = torch.as_tensor(as_float64(weights, "weights"))
     with _threads(threads):
         bound = entropic_lower_bound(w)
         z0 = _init(w.shape[0], int(dim), seed, init)
@@ -253,10 +255,10 @@ def fit_prototypes(
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
     check_positive("temperature", temperature)
-    _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol)
+    _check_fit_args(dim, adam_steps, lbfgs_steps, lr, gtol, seed, threads)
     cnt = check_counts(counts)
     start = time.perf_counter()
-    om = torch.as_tensor(as_float64(class_weights))
+    om = torch.as_tensor(as_float64(class_weights, "class_weights"))
     with _threads(threads):
         bound = prototype_entropic_lower_bound(cnt, om)
         z0 = _init(cnt.size, int(dim), seed, init)
