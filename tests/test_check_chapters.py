@@ -26,7 +26,6 @@ NOT_YET = {
     "weighted_contrastive": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
     "inverse_reweighting": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
     "mr2_margins": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
-    "reproduction": "issue 24: the full profile is not 'the papers' settings'",
 }
 
 HEADER = """\
