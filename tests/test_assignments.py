@@ -268,7 +268,10 @@ def _tokens(v: float) -> set[str]:
     e = int(exponent)
     text = ("0." + "0" * (-e - 1) + sig) if e < 0 else (sig[:e + 1] + "." + sig[e + 1:])
     rounded = f"{abs(v):.7g}"
-    return {text, rounded} if "e" not in rounded else {text}
+    # a value within rounding of a short number (1.5000000001) prints short: only texts with 6 or more
+    # significant digits left after dropping zeros are distinctive
+    distinctive = lambda t: len(t.replace(".", "").strip("0")) >= 6  # noqa: E731
+    return {t for t in ({text, rounded} if "e" not in rounded else {text}) if distinctive(t)}
 
 
 def hidden_tokens(secret: bytes, names=None) -> set[str]:
