@@ -65,7 +65,7 @@ def test_malformed_tolerance_is_refused(tmp_path, tolerance, match):
 
 
 def test_unknown_profile_and_kind_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="profile must be 'quick' or 'full'"):
+    with pytest.raises(ValueError, match=r"profile must be one of \['quick', 'gpu', 'full'\]"):
         book.record_claim(tmp_path, claim="c", ours=1.0, tolerance={"above": 0}, chapter="x", setting="s",
                            profile="fast")
     with pytest.raises(ValueError, match="kind must be one of"):

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..profiles import native_bf16
+from ..profiles import PROFILES, native_bf16
 
 __all__ = ["save_result", "load_results", "device_name", "record_claim", "load_claims", "claim_verdict",
            "describe_tolerance"]
@@ -213,7 +213,7 @@ def record_claim(folder: str | Path, *, chapter: str, claim: str, ours, setting:
         The value this run measured (``None``: not run; the verdict is then ``"not run"``).
     setting : str
         The setting of our run (data, model, sizes).
-    profile : {"quick", "full"}
+    profile : {"quick", "gpu", "full"}
     tolerance : dict
         One check, see :func:`claim_verdict`.
     paper : float, list or str, optional
@@ -250,8 +250,8 @@ def record_claim(folder: str | Path, *, chapter: str, claim: str, ours, setting:
     ...     load_claims(d)[0]["verdict"]
     'reproduced'
     """
-    if profile not in ("quick", "full"):
-        raise ValueError(f"profile must be 'quick' or 'full'; got {profile!r}.")
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {list(PROFILES)}; got {profile!r}.")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}; got {kind!r}.")
     if paper is not None and not (source and str(source).strip()):
