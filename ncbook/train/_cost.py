@@ -65,7 +65,9 @@ class Throughput:
     device_type : str
         ``"cpu"`` or ``"cuda"``: on a CPU the runs of a comparison divide among worker processes.
     workers : int
-        Worker processes the probe ran in side by side (1: in this process).
+        Worker processes the probe also ran in side by side (1: only in this process).
+    parallel_slowdown : float
+        How much longer a step took in those workers, all busy at once, than in this process alone.
     """
 
     step_seconds: float
@@ -77,6 +79,7 @@ class Throughput:
     measured_steps: int
     device_type: str = "cpu"
     workers: int = 1
+    parallel_slowdown: float = 1.0
 
     @property
     def train_images_per_s(self) -> float:
@@ -185,17 +188,20 @@ def _probe_times(make_runner, a: int, b: int, device) -> tuple[float, float]:
         return _timed(lambda: run(a), device), _timed(lambda: run(b), device)
 
 
-def _probe(make_runner, a: int, b: int, device: torch.device, parallel_runs: int) -> tuple[float, float, int]:
-    """``(t_a, t_b, workers)``: here, or, for runs that :func:`ncbook.train.run_parallel` spreads over worker
-    processes on a CPU, in those workers side by side (which also starts and warms them, so that their start-up
-    falls in the cost cell, and measures each step with the other workers busy)."""
+def _probe(make_runner, a: int, b: int, device: torch.device, parallel_runs: int) -> tuple[float, float, int, float]:
+    """``(t_a, t_b, workers, slowdown)``, timed here; for runs that :func:`ncbook.train.run_parallel` spreads over
+    worker processes on a CPU the probe also runs in those workers side by side (which starts and warms them, so
+    that their start-up falls in the cost cell), and ``slowdown`` is how much longer a step takes there, with the
+    other workers busy, than here alone."""
     from ._parallel import run_parallel
 
+    t_a, t_b = _probe_times(make_runner, a, b, device)
     workers = _workers(parallel_runs) if device.type == "cpu" else 1
     if workers == 1:
-        return (*_probe_times(make_runner, a, b, device), 1)
+        return t_a, t_b, 1, 1.0
     times = run_parallel(_probe_times, [dict(make_runner=make_runner, a=a, b=b, device=str(device))] * workers)
-    return float(np.mean([t[0] for t in times])), float(np.mean([t[1] for t in times])), workers
+    w_a, w_b = float(np.mean([t[0] for t in times])), float(np.mean([t[1] for t in times]))
+    return t_a, t_b, workers, max((w_b - w_a) / max(t_b - t_a, 1e-9), 0.5)
 
 
 def measure_fit(model, loss, train: tuple, *, batch_size: int, amp: bool = False, augment: Callable | None = None,
@@ -253,7 +259,8 @@ def measure_fit(model, loss, train: tuple, *, batch_size: int, amp: bool = False
         epochs = (epochs[0], epochs[0] + 1)
     options = dict(fit_kwargs, batch_size=batch_size, amp=amp, augment=augment, device=device, progress=False,
                    nc_every=0, eval_every=0, checkpoint_dir=None, test=None)
-    t_a, t_b, workers = _probe(functools.partial(_fit_runner, model, loss, sub, options), *epochs, device, parallel_runs)
+    t_a, t_b, workers, slowdown = _probe(functools.partial(_fit_runner, model, loss, sub, options), *epochs, device,
+                                         parallel_runs)
     with _KeepRandomState():
         eval_s = _eval_seconds(_fresh(model), x, device)
     extra = (epochs[1] - epochs[0]) * per_epoch
@@ -261,7 +268,8 @@ def measure_fit(model, loss, train: tuple, *, batch_size: int, amp: bool = False
     return Throughput(step_seconds=step, fixed_seconds=max(t_a - epochs[0] * per_epoch * step, 0.0), eval_seconds=eval_s,
                       images_per_step=min(batch_size, n), device=_device_label(device),
                       precision="bf16 autocast" if amp and native_bf16(device) else "float32", measured_steps=extra,
-                      device_type=device.type, workers=workers)
+                      device_type=device.type, workers=workers,
+                      parallel_slowdown=slowdown)
 
 
 def measure_steps(trainer: Callable, model, *args, images_per_step: float, steps: tuple = (2, 6), device=None,
@@ -305,13 +313,15 @@ def measure_steps(trainer: Callable, model, *args, images_per_step: float, steps
     a, b = _check_probe_steps(steps)
     device = torch.device(device if device is not None else kwargs.get("device") or default_device())
     kwargs.setdefault("device", device)
-    t_a, t_b, workers = _probe(functools.partial(_steps_runner, trainer, model, args, kwargs), a, b, device, parallel_runs)
+    t_a, t_b, workers, slowdown = _probe(functools.partial(_steps_runner, trainer, model, args, kwargs), a, b, device,
+                                         parallel_runs)
     with _KeepRandomState():
         eval_s = _eval_seconds(_fresh(model), args[0] if eval_inputs is None else eval_inputs, device)
     step = max((t_b - t_a) / (b - a), 1e-9)
     return Throughput(step_seconds=step, fixed_seconds=max(t_a - a * step, 0.0), eval_seconds=eval_s,
                       images_per_step=float(images_per_step), device=_device_label(device), precision="float32",
-                      measured_steps=b - a, device_type=device.type, workers=workers)
+                      measured_steps=b - a, device_type=device.type, workers=workers,
+                      parallel_slowdown=slowdown)
 
 
 def measure_contrastive(trainer: Callable, model, x: torch.Tensor, y: torch.Tensor, *, batch_size: int, k: int,
@@ -369,8 +379,8 @@ def steps_seconds(tp: Throughput, *, steps: int, eval_images: int = 0, runs: int
 def in_parallel(seconds: float, runs: int, tp: Throughput) -> float:
     """``seconds`` of ``runs`` equal runs done one after another, as :func:`ncbook.train.run_parallel` does them.
 
-    On a CPU its worker processes (one thread each) share the runs: measure the throughput with
-    ``parallel_runs=runs`` so that each step was timed with the other workers busy. On a GPU the
+    On a CPU its worker processes (one thread each) share the runs, each step slower by
+    ``tp.parallel_slowdown`` (measure the throughput with ``parallel_runs=runs``). On a GPU the
     workers share one device, and this estimate assumes they do not overlap.
 
     Examples
@@ -381,7 +391,7 @@ def in_parallel(seconds: float, runs: int, tp: Throughput) -> float:
     """
     if tp.device_type == "cuda" or runs <= 1:
         return float(seconds)
-    return seconds * math.ceil(runs / _workers(runs)) / runs
+    return seconds * math.ceil(runs / _workers(runs)) / runs * tp.parallel_slowdown
 
 
 class _CellTimer:
