@@ -2,7 +2,9 @@
 
 Letters: ``C`` classes, ``n_c`` samples of class ``c``. Test sets stay balanced.
 The quick profile uses scikit-learn's bundled digits (offline); the full profile
-uses CIFAR-10/100 through torchvision (needs the files or a network).
+uses CIFAR-10/100 through torchvision (needs the files or a network); the gpu profile
+reads a fixed subset of CIFAR-10 (:data:`GPU_SUBSETS`) that ``tools/pack_data.py`` packs into
+one file under 60 MiB for a GPU machine without network.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from .profiles import scale
 
 __all__ = [
     "DatasetUnavailableError",
+    "GPU_SUBSETS",
     "STANDIN_MANIFEST",
     "Split",
     "cifar_augment",
     "cifar_tensors",
+    "gpu_subset_indices",
     "load_cifar",
     "load_digits",
     "long_tailed_counts",
@@ -422,7 +426,73 @@ def load_cifar(name: str, root: str | Path = "data", *, train: bool = True, down
         socket.setdefaulttimeout(old)
 
 
-def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, download: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+#: The CIFAR images the gpu profile reads, per data set: in file order, the first
+#: ``max(n_c, per_class)`` training images of each class ``c``, where ``n_c`` is the class's count in
+#: the exponential long tail of ratio ``imbalance_ratio`` (Cao et al.'s CIFAR-10-LT construction with
+#: ``n_max`` the largest class), and the first ``test_per_class`` test images of each class. For
+#: CIFAR-10: 5000, 2997, 1796, 1077, 645 and five times 500 training images (14015), and 5000 test
+#: images: 58.4 MB of pixels, which xz packs into one file under 60 MiB (the whole test set would
+#: not fit beside them). Every gpu chapter draws its subsets (CIFAR-10-LT IF 100, STEP 500/50, three
+#: classes, balanced 500 a class) from these images, so a pack and a full download give the same runs.
+GPU_SUBSETS = {"cifar10": {"imbalance_ratio": 100.0, "per_class": 500, "test_per_class": 500}}
+SUBSETS = ("gpu", "gpu-balanced")
+
+
+def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, balanced: bool = False) -> torch.Tensor:
+    """Indices (ascending) of the gpu profile's images in a CIFAR split given in file order.
+
+    Parameters
+    ----------
+    labels : int array-like of shape (n,)
+        The labels of the whole split (or of a set that already holds the gpu images, e.g. a pack:
+        the selection is the same on it).
+    name : {"cifar10"}
+        The data set (see :data:`GPU_SUBSETS`).
+    train : bool
+        Training split (the long tail and the balanced part) or test split (``test_per_class`` a class).
+    balanced : bool
+        Training split only: the first ``per_class`` images of each class (nc_primer's and MR2's
+        balanced runs).
+
+    Returns
+    -------
+    LongTensor of shape (m,), sorted ascending.
+
+    Raises
+    ------
+    ValueError
+        For a data set without a gpu subset.
+
+    Examples
+    --------
+    >>> y = torch.arange(10).repeat_interleave(5000)           # CIFAR-10's class sizes
+    >>> int(gpu_subset_indices(y).numel()), int(gpu_subset_indices(y, balanced=True).numel())
+    (14015, 5000)
+    """
+    check_in("name", name, tuple(GPU_SUBSETS))
+    spec = GPU_SUBSETS[name]
+    y = check_labels(labels).cpu().numpy()
+    c = int(y.max()) + 1
+    sizes = np.bincount(y, minlength=c)
+    if not train:
+        want = np.full(c, spec["test_per_class"])
+    elif balanced:
+        want = np.full(c, spec["per_class"])
+    else:
+        n_max = int(sizes.max())
+        exps = np.arange(c) / max(c - 1, 1)  # the long tail of long_tailed_counts, without its empty-class check
+        want = np.maximum([int(n_max * spec["imbalance_ratio"] ** (-e)) for e in exps], spec["per_class"])
+    keep = [np.flatnonzero(y == k)[: int(min(want[k], sizes[k]))] for k in range(c)]
+    return torch.as_tensor(np.sort(np.concatenate(keep)), dtype=torch.long)
+
+
+def _read_manifest(folder: Path) -> dict:
+    path = folder / STANDIN_MANIFEST
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, download: bool = False,
+                  subset: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """A CIFAR split as normalised float32 tensors ``(n, 3, 32, 32)`` and int64 labels.
 
     Keeping the whole set as one tensor lets training run from device memory (GPU).
@@ -431,8 +501,28 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
     At the smoke scale
     (``NCBOOK_SCALE=smoke``) a missing data set is replaced by the stand-in of
     :func:`write_cifar_standin`, written under ``root``.
+
+    Parameters
+    ----------
+    name : {"cifar10", "cifar100"}
+    root : path
+    train : bool
+    download : bool
+    subset : {None, "gpu", "gpu-balanced"}
+        ``None``: the whole split (or whatever a custom pack holds). ``"gpu"``: the gpu profile's images
+        (:func:`gpu_subset_indices`), the same from a full download and from a gpu pack;
+        ``"gpu-balanced"``: of those, the first ``per_class`` training images of each class (the test
+        split is the same for both).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``subset``, a gpu pack read without ``subset`` (it does not hold the whole
+        split) or another pack read with one.
     """
     _check_cifar_args(name, root, train, download)
+    if subset is not None:
+        check_in("subset", subset, SUBSETS)
     folder = Path(root) / _CIFAR_FOLDERS[name]
     packed = Path(root) / f"ncbook-{name}.tar.xz"
     if not folder.exists() and packed.exists():
@@ -440,10 +530,26 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
     elif scale() == "smoke" and not folder.exists():
         write_cifar_standin(root)
     ds = load_cifar(name, root, train=train, download=download)
-    x = torch.as_tensor(ds.data).permute(0, 3, 1, 2).float().div_(255)
+    x = torch.as_tensor(ds.data).permute(0, 3, 1, 2)
+    y = torch.as_tensor(ds.targets, dtype=torch.long)
+    held = _read_manifest(folder)
+    if held.get("subset") == "gpu" and subset is None:
+        raise ValueError(f"{folder} holds the gpu profile's subset of {name} ({held.get('train_images')} training "
+                         f"images), not the whole set: pass subset='gpu' (NCBOOK_PROFILE=gpu) or give the full files.")
+    if subset is not None and "train_subset" in held and held.get("subset") != "gpu":
+        raise ValueError(f"{folder} is a pack of {held['train_subset']!r}, not of the gpu subset that subset={subset!r} "
+                         f"asks for: pack it with tools/pack_data.py --subset gpu.")
+    if subset is not None:
+        if held.get("subset") == "gpu":  # a gpu pack holds the selection already; the balanced part is its head
+            keep = gpu_subset_indices(y, name, balanced=True) if (train and subset == "gpu-balanced") else None
+        else:
+            keep = gpu_subset_indices(y, name, train=train, balanced=subset == "gpu-balanced")
+        if keep is not None:
+            x, y = x[keep], y[keep]
+    x = x.float().div_(255)
     mean = torch.tensor(CIFAR_MEAN).view(1, 3, 1, 1)
     std = torch.tensor(CIFAR_STD).view(1, 3, 1, 1)
-    return (x - mean) / std, torch.as_tensor(ds.targets, dtype=torch.long)
+    return (x - mean) / std, y
 
 
 def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, padding: int = 4) -> torch.Tensor:

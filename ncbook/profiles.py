@@ -1,33 +1,46 @@
-"""The quick/full profile switch and device choice.
+"""The quick/gpu/full profile switch, device choice, and the run-time plan of each chapter.
 
-``quick`` runs every chapter on 2 CPU cores in about a minute, offline;
-``full`` runs the papers' settings on one GPU.
+``quick`` runs every chapter on 2 CPU cores in about a minute, offline; ``gpu`` (the default on a
+CUDA device) runs each chapter on the papers' data (CIFAR-10, long-tailed where the paper is) with
+a shortened schedule planned to finish in about 10 minutes on one T4-class GPU; ``full`` runs the
+papers' settings (hours: chosen explicitly, ``NCBOOK_PROFILE=full``).
 
-``NCBOOK_SCALE=smoke`` (with ``NCBOOK_PROFILE=full``) keeps every code path of the full
+``NCBOOK_SCALE=smoke`` (with ``NCBOOK_PROFILE=gpu`` or ``full``) keeps every code path of that
 profile (CIFAR through torchvision, ResNet-32, on-device augmentation, checkpoints, results and
 claims) but shrinks epochs, steps and sizes so that CI runs it on a CPU against the CIFAR
 stand-in of :func:`ncbook.data.write_cifar_standin`. Its results go to a scratch folder, never
 to ``results/``.
+
+The plan (:data:`PLANS`, :func:`planned_seconds`, :func:`run_times`) turns each chapter's
+parameters into the number of images its network cells train on and evaluate, and those into
+minutes at an assumed training speed per device (:data:`DEVICE_SPEEDS`, each with its source).
+Chapters measure the speed of the device they run on before each long cell
+(:mod:`ncbook.train._cost`); the plan is what the README and the chapters' first cells state.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
-__all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "show_progress", "PROFILES", "SCALES"]
+__all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "show_progress", "PROFILES", "SCALES",
+           "DeviceSpeed", "DEVICE_SPEEDS", "EVAL_SPEEDUP", "ChapterPlan", "PLANS", "planned_work", "planned_seconds", "run_times"]
 
-PROFILES = ("quick", "full")
+PROFILES = ("quick", "gpu", "full")
 SCALES = ("paper", "smoke")
 
 
 def profile() -> str:
-    """Return the active profile, ``"quick"`` or ``"full"``.
+    """Return the active profile: ``"quick"``, ``"gpu"`` or ``"full"``.
 
-    Read from the ``NCBOOK_PROFILE`` environment variable; when it is unset,
-    ``"full"`` if a CUDA device is available, else ``"quick"``.
+    Read from the ``NCBOOK_PROFILE`` environment variable; when it is unset, ``"gpu"`` if a CUDA
+    device is available (the papers' data, a schedule of about 10 minutes a chapter on a T4), else
+    ``"quick"``. The papers' own schedules (``"full"``: hours) are never a default.
 
     Raises
     ------
@@ -36,7 +49,7 @@ def profile() -> str:
     """
     value = os.environ.get("NCBOOK_PROFILE", "").strip().lower()
     if not value:
-        return "full" if torch.cuda.is_available() else "quick"
+        return "gpu" if torch.cuda.is_available() else "quick"
     if value not in PROFILES:
         raise ValueError(f"NCBOOK_PROFILE must be one of {list(PROFILES)}; got {value!r}.")
     return value
@@ -45,8 +58,8 @@ def profile() -> str:
 def scale() -> str:
     """Return the active scale, ``"paper"`` (the default) or ``"smoke"``.
 
-    Read from ``NCBOOK_SCALE``. ``"smoke"`` shrinks the full profile's epochs, steps and sizes
-    (every code path kept) for CI on a CPU; the quick profile ignores it.
+    Read from ``NCBOOK_SCALE``. ``"smoke"`` shrinks the gpu and full profiles' epochs, steps and
+    sizes (every code path kept) for CI on a CPU; the quick profile ignores it.
 
     Raises
     ------
@@ -180,14 +193,260 @@ def results_dir(default: str = "../results") -> str:
 
 
 def checkpoint_dir(name: str, default: str = "../checkpoints") -> str:
-    """Folder for the checkpoints of run ``name``: ``$NCBOOK_CHECKPOINTS/name``, else ``default/name``
-    (``../checkpoints``, git-ignored, as seen from ``book/``); at the smoke scale ``<tmp>/ncbook-smoke-checkpoints/name``.
+    """Folder for the checkpoints of run ``name`` at the active profile: ``$NCBOOK_CHECKPOINTS/<profile>/name``,
+    else ``default/<profile>/name`` (``../checkpoints``, git-ignored, as seen from ``book/``); at the smoke
+    scale ``<tmp>/ncbook-smoke-checkpoints/<profile>/name``. Each profile keeps its own folder, so a gpu run
+    never meets a full run's checkpoint.
 
-    A full-profile run that finds its ``last.pt`` there resumes from it (see :func:`ncbook.train.fit`).
+    A gpu- or full-profile run that finds its ``last.pt`` there resumes from it (see
+    :func:`ncbook.train.fit`). In Colab, mount Google Drive and point ``NCBOOK_CHECKPOINTS`` at a
+    folder on it (``/content/drive/MyDrive/ncbook-checkpoints``): the checkpoints outlive the
+    runtime, and rerunning the cell after a disconnect resumes where it stopped.
     """
     _check_text("name", name)
     _check_text("default", default)
     base = os.environ.get("NCBOOK_CHECKPOINTS", "").strip()
     if not base:
         base = os.path.join(tempfile.gettempdir(), "ncbook-smoke-checkpoints") if scale() == "smoke" else default
-    return os.path.join(base, name)
+    return os.path.join(base, profile(), name)
+
+
+# ----------------------------------------------------------------------------- the run-time plan
+@dataclass(frozen=True)
+class DeviceSpeed:
+    """The training speed a plan assumes on one kind of GPU, and where that number comes from.
+
+    ``train_images_per_s`` is ResNet-32 (the chapters' network) training on 32x32 images at batch 128:
+    forward, backward and an SGD step, crops and flips on the device, in ``precision``.
+    """
+
+    device: str
+    train_images_per_s: float
+    precision: str
+    source: str
+
+
+#: ResNet-32 costs 412 MFLOP a training image and 138 MFLOP a forward pass (counted with
+#: ``torch.utils.flop_counter.FlopCounterMode`` on ``ncbook.models.resnet32``): evaluation runs
+#: about this many times as many images per second as training.
+EVAL_SPEEDUP = 3.0
+
+#: The plan's assumed speeds. No published ResNet-32 (CIFAR, batch 128) training throughput was found
+#: for these devices, so each figure is an assumption, one parameter each, to be replaced by what
+#: ``tools/run_full_gpu.sh`` measures on a lent GPU (it prints both side by side).
+DEVICE_SPEEDS = (
+    DeviceSpeed("T4", 4000.0, "float32 (a T4 has no native bf16, so amp=True trains in float32)",
+                "assumption: about 20% of the T4's 8.1 TFLOP/s float32 peak (NVIDIA T4 datasheet) at "
+                "412 MFLOP a training image; narrow 16-64 channel convolutions run far below peak"),
+    DeviceSpeed("A100", 20000.0, "bf16 autocast (native from compute capability 8.0)",
+                "assumption: at batch 128 a ResNet-32 step is bound by kernel launches, not arithmetic "
+                "(about 470 kernels a step); not measured here"),
+    DeviceSpeed("H100", 25000.0, "bf16 autocast",
+                "assumption: launch-bound like the A100, with faster launches; not measured here"),
+)
+
+
+def _speed(device: str) -> DeviceSpeed:
+    for entry in DEVICE_SPEEDS:
+        if entry.device.lower() == str(device).lower():
+            return entry
+    raise ValueError(f"device must be one of {[d.device for d in DEVICE_SPEEDS]}; got {device!r}.")
+
+
+@dataclass(frozen=True)
+class ChapterPlan:
+    """One chapter's plan: the parameters its ``parameters`` cell sets per profile, and its network work.
+
+    ``params[profile]`` holds the values of the chapter's parameters cell at the paper scale (a test
+    executes that cell under each profile and compares); ``work(params)`` returns, per long cell,
+    ``(name, training images, evaluation images)`` summed over that cell's runs, from those parameters
+    and the data sizes the profile reads. ``quick_seconds`` is a measurement of the whole chapter at
+    the quick profile, with ``quick_source`` saying where it comes from.
+    """
+
+    chapter: str
+    params: dict
+    work: Callable[[dict], list]
+    quick_seconds: float
+    quick_source: str
+
+
+# data sizes each profile reads (ncbook.data: the gpu subset of CIFAR-10 fits one 64 MiB carry)
+_GPU_POOL = 14015          # CIFAR-10: the first max(n_c of CIFAR-10-LT IF 100, 500) training images of each class
+_GPU_BALANCED = 5000       # CIFAR-10: the first 500 training images of each class
+_GPU_TEST = 5000           # CIFAR-10: the first 500 test images of each class
+_QUICK_SOURCE = ("measured: the chapter executed with NCBOOK_PROFILE=quick (nbclient) on the 2 cores of an x86_64 "
+                 "machine of this project's CI kind, 2026-12-01, while other jobs shared the cores: an upper bound "
+                 "(the comparison chapters, reweighting and MR2, suffered most)")
+
+
+def _fit(n: int, epochs: int, batch: int, n_eval: int, evals: int) -> tuple[int, int]:
+    """Training and evaluation images of one ``ncbook.train.fit`` run (drops the last partial batch)."""
+    steps = n // batch if n >= batch else 1
+    return epochs * steps * min(batch, n), evals * n_eval
+
+
+def _lt_total(n_max: int, c: int, ratio: float) -> int:
+    return sum(int(n_max * ratio ** (-i / (c - 1))) for i in range(c))
+
+
+def _work_nc_primer(p):
+    n, n_test = (_GPU_BALANCED, _GPU_TEST) if p["SUBSET"] else (50000, 10000)
+    n_step = 5 * p["STEP_MAJ"] + 5 * p["STEP_MIN"]
+    e_step = p["EPOCHS"] * n // n_step
+    bal = _fit(n, p["EPOCHS"], p["BATCH"], n + n_test, p["EPOCHS"])
+    step = _fit(n_step, e_step, p["BATCH"], n_step + n_test, e_step)
+    return [("balanced network", *bal), ("STEP-imbalanced network", *step)]
+
+
+def _work_seli(p):
+    n_test = _GPU_TEST if p["SUBSET"] else 10000
+    n = 5 * p["STEP_MAJ"] + 5 * p["STEP_MIN"]
+    tr, ev = _fit(n, p["EPOCHS"], p["BATCH"], n + n_test, p["EPOCHS"])
+    return [("STEP-imbalanced network", tr, ev + (p["EPOCHS"] // p["EVAL_EVERY"]) * n)]  # + the SELI callback
+
+
+def _work_contrastive(p):
+    tr = ev = 0
+    for lam in p["LAMBDA_NET"]:
+        n = p["N_MAJ"] + 2 * int(round(p["N_MAJ"] * (1 - lam) / lam / 2))
+        drawn = p["NET_BATCH"] * (2 + p["K_NET"])                 # anchors, positives, negatives per step
+        unique = n * (1 - math.exp(-drawn / n))                   # each drawn row is forwarded once a step
+        tr += 2 * int(p["NET_STEPS"] * unique)                    # UCL and SCL
+        ev += 2 * n                                               # class means of the unit features at the end
+    return [("contrastive networks", tr, ev)]
+
+
+def _work_weighted(p):
+    n_test = _GPU_TEST if p["SUBSET"] else 10000
+    n_net = sum(p["NET_COUNTS"])
+    net = (2 * p["NET_STEPS"] * p["NET_BATCH"], 2 * n_net)
+    reg = (2 * p["REG_STEPS"] * p["REG_BATCH"], 2 * min(2000, n_test))    # metrics on <= 2000 test images
+    return [("supervised networks", *net), ("regression networks", *reg)]
+
+
+def _work_inverse(p):
+    sizes = {"cifar10": (5000, 10, _GPU_TEST if p["SUBSET"] else 10000), "cifar100": (500, 100, 10000)}
+    tr = ev = 0
+    for ds in p["DATASETS"]:
+        n_max, c, n_test = sizes[ds]
+        n = _lt_total(n_max, c, p["IMBALANCE"])
+        for i, _ in enumerate(p["SEEDS"]):
+            t, e = _fit(n, p["EPOCHS"], p["BATCH"], n + n_test, p["EPOCHS"] if i == 0 else 1)
+            tr, ev = tr + 10 * t, ev + 10 * (e + n_test)        # ten methods; evaluate_on the test set after
+    return [("comparison", tr, ev)]
+
+
+def _work_mr2(p):
+    n, n_test = (_GPU_BALANCED, _GPU_TEST) if p["SUBSET"] else (50000, 10000)
+    epochs = max(1, round(p["STEPS"] * p["BATCH"] / n))
+    runs = {"CE": p["SEEDS"], "methods": 4 * p["SEEDS"], "ablations": 4, "cosine heads": 2}
+    out = []
+    for name, k in runs.items():
+        t, e = _fit(n, epochs, p["BATCH"], n + n_test, 1)
+        out.append((name, k * t, k * e))
+    return out
+
+
+PLANS = {
+    "nc_primer": ChapterPlan(
+        "nc_primer",
+        {"gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", EPOCHS=100, BATCH=128, LR=0.1, WD=5e-4, STEP_MAJ=500, STEP_MIN=50),
+         "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, STEP_MAJ=5000, STEP_MIN=500)},
+        _work_nc_primer, 40.0, _QUICK_SOURCE),
+    "seli": ChapterPlan(
+        "seli",
+        {"gpu": dict(DATASET="cifar10", SUBSET="gpu", EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=10,
+                     STEP_MAJ=500, STEP_MIN=50),
+         "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=5,
+                      STEP_MAJ=5000, STEP_MIN=500)},
+        _work_seli, 79.0, _QUICK_SOURCE),
+    "contrastive_imbalance": ChapterPlan(
+        "contrastive_imbalance",
+        {"gpu": dict(DATASET="cifar10", SUBSET="gpu", N_MAJ=5000, NET_STEPS=600, NET_BATCH=128, K_NET=4, LAMBDA_NET=(0.6, 0.9)),
+         "full": dict(DATASET="cifar10", SUBSET=None, N_MAJ=5000, NET_STEPS=20000, NET_BATCH=256, K_NET=4, LAMBDA_NET=(0.6, 0.9))},
+        _work_contrastive, 44.0, _QUICK_SOURCE),
+    "weighted_contrastive": ChapterPlan(
+        "weighted_contrastive",
+        {"gpu": dict(DATASET="cifar10", SUBSET="gpu", NET_COUNTS=[500] * 5 + [50] * 5, NET_STEPS=800, NET_BATCH=512,
+                     REG_STEPS=800, REG_BATCH=512),
+         "full": dict(DATASET="cifar10", SUBSET=None, NET_COUNTS=[5000] * 5 + [500] * 5, NET_STEPS=20000, NET_BATCH=1024,
+                      REG_STEPS=20000, REG_BATCH=1024)},
+        _work_weighted, 56.0, _QUICK_SOURCE),
+    "inverse_reweighting": ChapterPlan(
+        "inverse_reweighting",
+        {"gpu": dict(DATASETS=["cifar10"], SUBSET="gpu", IMBALANCE=100, SEEDS=[0], BATCH=128, LR=0.1, WD=2e-4, EPOCHS=12,
+                     SCHEDULE="cosine", WARMUP=1, MILESTONES=()),
+         "full": dict(DATASETS=["cifar10", "cifar100"], SUBSET=None, IMBALANCE=100, SEEDS=[0, 1, 2], BATCH=128, LR=0.1,
+                      WD=2e-4, EPOCHS=200, SCHEDULE="step", WARMUP=5, MILESTONES=(160, 180))},
+        _work_inverse, 396.0, _QUICK_SOURCE),
+    "mr2_margins": ChapterPlan(
+        "mr2_margins",
+        {"gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", NUM_CLASSES=10, STEPS=36 * 39, BATCH=128, LR=0.1, WD=5e-4,
+                     WARMUP=2, SEEDS=1),
+         "full": dict(DATASET="cifar100", SUBSET=None, NUM_CLASSES=100, STEPS=200 * 390, BATCH=128, LR=0.1, WD=5e-4,
+                      WARMUP=5, SEEDS=3)},
+        _work_mr2, 91.0, _QUICK_SOURCE),
+}
+
+
+def _plan(chapter: str) -> ChapterPlan:
+    if chapter not in PLANS:
+        raise ValueError(f"chapter must be one of {sorted(PLANS)}; got {chapter!r}.")
+    return PLANS[chapter]
+
+
+def planned_work(chapter: str, profile_name: str) -> list:
+    """The network work of a chapter at a profile (paper scale): ``[(cell, training images, evaluation images)]``.
+
+    Examples
+    --------
+    >>> [(name, f"{t / 1e6:.2f} M") for name, t, _ in planned_work("seli", "gpu")]
+    [('STEP-imbalanced network', '0.54 M')]
+    """
+    if profile_name not in ("gpu", "full"):
+        raise ValueError(f"profile_name must be 'gpu' or 'full' (the quick profile is measured, not planned); "
+                         f"got {profile_name!r}.")
+    return _plan(chapter).work(_plan(chapter).params[profile_name])
+
+
+def planned_seconds(chapter: str, profile_name: str, device: str = "T4") -> float:
+    """Seconds of a chapter's network cells at a profile on a device, at the plan's assumed speed.
+
+    Training images at ``DEVICE_SPEEDS[device].train_images_per_s``, evaluation images at
+    :data:`EVAL_SPEEDUP` times that. The chapter's other cells (closed forms, solvers, the UFM) run on
+    the CPU, under a minute each, and are not counted.
+
+    Examples
+    --------
+    >>> planned_seconds("seli", "gpu", "T4") < 600          # planned to fit the 10 minutes
+    True
+    """
+    speed = _speed(device).train_images_per_s
+    return sum(t / speed + e / (EVAL_SPEEDUP * speed) for _, t, e in planned_work(chapter, profile_name))
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def run_times(chapter: str) -> str:
+    """One line with a chapter's run time at each profile: quick measured, gpu and full planned.
+
+    Examples
+    --------
+    >>> print(run_times("seli"))  # doctest: +ELLIPSIS
+    Run time (network cells...): quick ... on 2 CPU cores (measured); gpu ... on a T4, ... on an A100; full ...
+    """
+    plan = _plan(chapter)
+    t4 = _speed("T4").train_images_per_s
+    gpu = planned_seconds(chapter, "gpu", "T4")
+    return (f"Run time (network cells; the plan assumes {t4:,.0f} ResNet-32 training images/s on a T4, an "
+            f"assumption stated in ncbook.profiles.DEVICE_SPEEDS): quick {_minutes(plan.quick_seconds)} on 2 CPU "
+            f"cores (measured); gpu {_minutes(gpu)} on a T4, {_minutes(planned_seconds(chapter, 'gpu', 'A100'))} "
+            f"on an A100; full {_minutes(planned_seconds(chapter, 'full', 'T4'))} on a T4, "
+            f"{_minutes(planned_seconds(chapter, 'full', 'A100'))} on an A100.")

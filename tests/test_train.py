@@ -122,7 +122,7 @@ def test_claims_replace_by_claim_and_profile(tmp_path):
     claims = book.load_claims(tmp_path)
     assert [(c["profile"], c["ours"]) for c in claims] == [("quick", 0.7079), ("full", 0.71)]
     assert (tmp_path / "claims" / "full" / "seli.json").exists()  # full records are kept apart (committed)
-    with pytest.raises(ValueError, match="profile must be one of"):
+    with pytest.raises(ValueError, match=r"profile must be one of \['quick', 'gpu', 'full'\]"):
         book.record_claim(tmp_path, ours=1.0, profile="fast", **kw)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from .._validation import check_in
+from ..profiles import PROFILES
 from ..profiles import native_bf16
 from ..profiles import scale
 
@@ -116,7 +117,7 @@ def load_results(folder: str | Path, chapter: str | None = None) -> list[dict]:
 #: the two kinds of record, shown apart on the reproduction page; only "paper" records count as reproduced
 KINDS = ("paper", "check")
 #: the profiles a record can belong to, in the order the page shows them
-RECORD_PROFILES = ("quick", "gpu", "full")
+RECORD_PROFILES = PROFILES
 #: verdicts of a paper's claim, and of one of this book's implementation checks
 CLAIM_VERDICTS = ("reproduced", "not reproduced", "not testable", "not run")
 CHECK_VERDICTS = ("passed", "failed", "not run")

@@ -1,6 +1,15 @@
-"""The training loop shared by every chapter: loss protocol, schedules, evaluation, checkpoints."""
+"""The training loop shared by every chapter: loss protocol, schedules, evaluation, checkpoints, cost estimates."""
 
 from ._checkpoint import load_checkpoint
+from ._cost import ChapterCost
+from ._cost import Throughput
+from ._cost import fit_seconds
+from ._cost import format_seconds
+from ._cost import in_parallel
+from ._cost import measure_contrastive
+from ._cost import measure_fit
+from ._cost import measure_steps
+from ._cost import steps_seconds
 from ._contrastive import ContrastiveFit
 from ._contrastive import class_mean_cosines
 from ._contrastive import fit_contrastive
@@ -20,6 +29,7 @@ from ._weighted import embed
 from ._weighted import fit_weighted_contrastive
 
 __all__ = [
+    "ChapterCost",
     "ContrastiveFit",
     "ContrastiveRun",
     "class_mean_cosines",
@@ -30,12 +40,20 @@ __all__ = [
     "evaluate",
     "fit",
     "fit_contrastive",
+    "fit_seconds",
+    "format_seconds",
+    "in_parallel",
     "fit_run",
     "fit_weighted_contrastive",
     "load_checkpoint",
     "lr_lambda",
+    "measure_contrastive",
+    "measure_fit",
+    "measure_steps",
     "mittag_leffler_alpha",
     "run_parallel",
     "save_checkpoint",
     "seed_everything",
+    "steps_seconds",
+    "Throughput",
 ]

@@ -1,0 +1,285 @@
+"""The gpu profile: chosen by default on a CUDA device, planned, packed, costed before each long cell.
+
+``python -m pytest -m gpu_smoke tests/test_gpu_smoke.py`` executes every chapter with
+``NCBOOK_PROFILE=gpu NCBOOK_SCALE=smoke`` on the CIFAR stand-in (every code path of the gpu profile,
+claims recorded under ``claims/gpu/``) and checks that each cost cell's estimate is within a factor of
+two of the time the cell it announces then took. With a CUDA device, ``-m gpu`` runs each chapter's gpu
+profile on the real CIFAR files (``tools/run_full_gpu.sh`` does this), recording claims and cell seconds
+under ``results/``. The other tests here are fast and run with the unit tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import jupytext
+import nbclient
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ncbook
+from ncbook import data, models, profiles, train
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ["nc_primer", "seli", "contrastive_imbalance", "weighted_contrastive", "inverse_reweighting", "mr2_margins"]
+
+
+def _parameters(stem: str) -> dict:
+    cells = [c for c in jupytext.read(ROOT / "book" / f"{stem}.md").cells if "parameters" in c.metadata.get("tags", [])]
+    ns: dict = {}
+    exec(compile(cells[0].source, f"{stem}.md:parameters", "exec"), ns)  # noqa: S102 - our own chapter
+    return ns
+
+
+# --------------------------------------------------------------------------- which profile
+def test_cuda_without_a_choice_is_the_gpu_profile(monkeypatch):
+    monkeypatch.delenv("NCBOOK_PROFILE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert ncbook.profile() == "gpu"
+    monkeypatch.setenv("NCBOOK_PROFILE", "full")  # the papers' schedules only when asked for
+    assert ncbook.profile() == "full"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("NCBOOK_PROFILE")
+    assert ncbook.profile() == "quick"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_chapters_pick_the_gpu_profile_on_a_mocked_cuda_device(stem, monkeypatch, capsys):
+    """The parameters cell, run as a reader's kernel runs it on a CUDA device with no NCBOOK_PROFILE, takes the gpu
+    branch (CIFAR-10, the gpu subset), and its values are the plan's (so the run times stated are this chapter's)."""
+    monkeypatch.delenv("NCBOOK_PROFILE", raising=False)
+    monkeypatch.delenv("NCBOOK_SCALE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    ns = _parameters(stem)
+    assert ns["PROFILE"] == "gpu"
+    assert ns["SUBSET"] in data.SUBSETS
+    for key, value in profiles.PLANS[stem].params["gpu"].items():
+        assert ns[key] == value, (stem, key, ns[key], value)
+    assert "Run time" in capsys.readouterr().out          # the first cells state the per-profile run times
+    monkeypatch.setenv("NCBOOK_PROFILE", "full")
+    ns = _parameters(stem)
+    for key, value in profiles.PLANS[stem].params["full"].items():
+        assert ns[key] == value, (stem, key, ns[key], value)
+
+
+def test_each_profile_keeps_its_own_checkpoints(monkeypatch, tmp_path):
+    monkeypatch.setenv("NCBOOK_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setenv("NCBOOK_PROFILE", "gpu")
+    gpu = ncbook.checkpoint_dir("seli")
+    monkeypatch.setenv("NCBOOK_PROFILE", "full")
+    assert gpu == str(tmp_path / "gpu" / "seli") and ncbook.checkpoint_dir("seli") == str(tmp_path / "full" / "seli")
+
+
+# --------------------------------------------------------------------------- the plan
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_the_gpu_plan_fits_about_ten_minutes_on_a_t4(stem):
+    assert 60 < profiles.planned_seconds(stem, "gpu", "T4") <= 600
+    assert profiles.planned_seconds(stem, "full", "T4") > 5 * profiles.planned_seconds(stem, "gpu", "T4")
+
+
+def test_plan_sizes_are_those_the_gpu_subset_gives():
+    y = torch.arange(10).repeat_interleave(5000)
+    y_test = torch.arange(10).repeat_interleave(1000)
+    assert data.gpu_subset_indices(y).numel() == profiles._GPU_POOL
+    assert data.gpu_subset_indices(y, balanced=True).numel() == profiles._GPU_BALANCED
+    assert data.gpu_subset_indices(y_test, train=False).numel() == profiles._GPU_TEST
+    counts = data.long_tailed_counts(5000, 10, 100)
+    pool = torch.bincount(y[data.gpu_subset_indices(y)])
+    assert bool((pool >= torch.as_tensor(counts)).all()) and int(pool[0]) == 5000   # CIFAR-10-LT drawn from it
+
+
+def test_readme_states_the_plan():
+    """The README's table of run times is the plan's (regenerate it with the printed rows when the plan moves)."""
+    readme = (ROOT / "README.md").read_text()
+    for stem in CHAPTERS:
+        row = "| " + " | ".join([stem] + [profiles._minutes(profiles.planned_seconds(stem, p, d))
+                                          for p, d in (("gpu", "T4"), ("gpu", "A100"), ("full", "T4"), ("full", "A100"))]
+                                 + [profiles._minutes(profiles.PLANS[stem].quick_seconds)]) + " |"
+        assert row in readme, f"README lacks the plan's row {row}"
+
+
+def test_unknown_plan_arguments_are_refused():
+    with pytest.raises(ValueError, match="chapter must be one of"):
+        profiles.planned_seconds("intro", "gpu")
+    with pytest.raises(ValueError, match="device must be one of"):
+        profiles.planned_seconds("seli", "gpu", "K80")
+    with pytest.raises(ValueError, match="profile_name must be 'gpu' or 'full'"):
+        profiles.planned_work("seli", "quick")
+
+
+# --------------------------------------------------------------------------- data and the pack
+def test_gpu_pack_arithmetic_fits_the_carry():
+    """19015 images of 3072 bytes; at the compression ratio of the CIFAR-10 python archive (163 MiB for
+    186 MB of pickles: 0.92; xz does at least as well on these bytes) the pack is under 60 MiB, while the
+    whole test set beside CIFAR-10-LT would not be."""
+    ratio = 170_498_071 / (6 * 31_035_704)
+    raw = (profiles._GPU_POOL + profiles._GPU_TEST) * 3072
+    assert raw == 58_414_080 and raw * ratio < 60 * 2**20
+    assert (12406 + 10000) * 3072 * ratio > 60 * 2**20
+
+
+@pytest.fixture
+def small_gpu_subset(monkeypatch):
+    monkeypatch.setitem(data.GPU_SUBSETS, "cifar10", {"imbalance_ratio": 4.0, "per_class": 5, "test_per_class": 3})
+
+
+def _pack_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pack_data", ROOT / "tools" / "pack_data.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_gpu_pack_gives_the_same_images_as_the_full_files(tmp_path, small_gpu_subset):
+    src = data.write_cifar_standin(tmp_path / "download", train_per_class=20, test_per_class=6)
+    archive = _pack_tool().pack(str(src), "cifar10", "gpu", str(tmp_path / "gpu"))
+    assert archive.name == "ncbook-cifar10.tar.xz"
+    for train_split in (True, False):
+        for subset in data.SUBSETS:
+            full = data.cifar_tensors("cifar10", src, train=train_split, subset=subset)
+            packed = data.cifar_tensors("cifar10", tmp_path / "gpu", train=train_split, subset=subset)  # unpacks
+            assert all(torch.equal(a, b) for a, b in zip(full, packed)), (train_split, subset)
+    y_pool = data.cifar_tensors("cifar10", src, subset="gpu")[1]
+    expected = np.maximum(data.long_tailed_counts(20, 10, 4), 5).tolist()       # max(long tail of ratio 4, 5)
+    assert torch.bincount(y_pool).tolist() == expected == [20, 17, 14, 12, 10, 9, 7, 6, 5, 5]
+    assert torch.bincount(data.cifar_tensors("cifar10", src, subset="gpu-balanced")[1]).tolist() == [5] * 10
+    assert torch.bincount(data.cifar_tensors("cifar10", src, train=False, subset="gpu")[1]).tolist() == [3] * 10
+    with pytest.raises(ValueError, match="holds the gpu profile's subset"):   # a full-profile run on a gpu pack
+        data.cifar_tensors("cifar10", tmp_path / "gpu")
+    with pytest.raises(ValueError, match="subset must be one of"):
+        data.cifar_tensors("cifar10", src, subset="tiny")
+
+
+def test_a_custom_pack_is_not_taken_for_the_gpu_subset(tmp_path):
+    src = data.write_cifar_standin(tmp_path / "download", train_per_class=20, test_per_class=4)
+    _pack_tool().pack(str(src), "cifar10", "lt:5", str(tmp_path / "lt"), test_per_class=2)
+    assert len(data.cifar_tensors("cifar10", tmp_path / "lt")[1]) == int(data.long_tailed_counts(20, 10, 5).sum())
+    with pytest.raises(ValueError, match="not of the gpu subset"):
+        data.cifar_tensors("cifar10", tmp_path / "lt", subset="gpu")
+
+
+def test_gpu_subset_refuses_other_data_sets():
+    with pytest.raises(ValueError, match="name must be one of"):
+        data.gpu_subset_indices(torch.arange(100), "cifar100")
+
+
+# --------------------------------------------------------------------------- the cost before the run
+def _state():
+    return torch.get_rng_state().clone(), np.random.get_state()[1].copy()
+
+
+def test_measuring_changes_no_random_state_and_estimates_a_fit_within_a_factor_of_two():
+    torch.set_num_threads(1)
+    x, y = torch.randn(512, 3, 32, 32), torch.arange(512) % 10
+    make = lambda: models.resnet32(10)  # noqa: E731
+    before = _state()
+    tp = train.measure_fit(make, F.cross_entropy, (x, y), batch_size=64, augment=data.cifar_augment)
+    after = _state()
+    assert torch.equal(before[0], after[0]) and np.array_equal(before[1], after[1])
+    estimate = train.fit_seconds(tp, n=len(y), epochs=2, batch_size=64, n_eval=len(y))
+    t0 = time.perf_counter()
+    train.fit(make(), F.cross_entropy, (x, y), epochs=2, batch_size=64, augment=data.cifar_augment, progress=False,
+              nc_every=0)
+    measured = time.perf_counter() - t0
+    assert 0.5 < measured / estimate < 2, (measured, estimate, tp)
+
+
+def test_bad_probe_lengths_are_refused():
+    with pytest.raises(ValueError, match="steps must be two integers"):
+        train.measure_fit(lambda: models.MLP(8, (8,), 4, 2), F.cross_entropy, (torch.randn(8, 8), torch.arange(8) % 2),
+                          batch_size=4, steps=(3, 3))
+    cost = train.ChapterCost("seli")
+    with pytest.raises(ValueError, match="name must be a cell added with add"):
+        cost.announce("network")
+
+
+def test_run_full_gpu_dry_run_prints_every_chapters_model_and_the_plan():
+    """tools/run_full_gpu.sh without a GPU (--dry-run): the benchmark runs on the CPU with tiny batches."""
+    out = subprocess.run(["bash", str(ROOT / "tools" / "run_full_gpu.sh"), "--dry-run"], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr
+    for stem in CHAPTERS:
+        assert re.search(rf"{stem}\s+batch\s+\d+\s+float32\s+[\d,]+ images/s", text), stem
+        assert re.search(rf"{stem}\s+gpu profile ~\s*[\d.]+ min .*plan on a T4: [\d.]+ min", text), stem
+    assert "dry run: benchmark and plan printed" in text
+
+
+# --------------------------------------------------------------------------- every chapter at the stand-in scale
+def _execute(path: Path, env: dict):
+    nb = jupytext.read(path)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel inherits the environment
+    try:
+        nbclient.NotebookClient(nb, timeout=1200, kernel_name="python3",
+                                resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb
+
+
+def _check_costs(stem: str, results: Path) -> list[str]:
+    record = json.loads((results / "costs" / "gpu" / f"{stem}.json").read_text())
+    lines = []
+    for name, cell in record["cells"].items():
+        assert cell["measured_s"] is not None, f"{stem}: the cell after the announcement of {name!r} was not timed"
+        ratio = cell["measured_s"] / cell["estimate_s"]
+        lines.append(f"{name}: estimated {cell['estimate_s']:.1f} s, took {cell['measured_s']:.1f} s (x{ratio:.2f})")
+        assert 0.5 <= ratio <= 2.0, f"{stem}, {name}: estimate {cell['estimate_s']:.2f} s, measured {cell['measured_s']:.2f} s"
+    return lines
+
+
+@pytest.mark.gpu_smoke
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_gpu_profile_smoke(stem, tmp_path, capsys, request):
+    if "gpu_smoke" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("a minute per chapter: run with -m gpu_smoke")
+    data_dir, results = tmp_path / "data", tmp_path / "results"
+    data.write_cifar_standin(data_dir)
+    env = {"NCBOOK_PROFILE": "gpu", "NCBOOK_SCALE": "smoke", "NCBOOK_DATA": str(data_dir),
+           "NCBOOK_RESULTS": str(results), "NCBOOK_CHECKPOINTS": str(tmp_path / "checkpoints"), "PYTHONPATH": os.pathsep.join(
+               [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    t0 = time.perf_counter()
+    nb = _execute(ROOT / "book" / f"{stem}.md", env)  # a failing cell raises CellExecutionError
+    seconds = time.perf_counter() - t0
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    written = sorted(str(p.relative_to(results)) for p in results.rglob("*.json"))
+    lines = _check_costs(stem, results)
+    with capsys.disabled():
+        print(f"\n[gpu_smoke] {stem}: {seconds:.0f} s; " + "; ".join(lines))
+    assert f"claims/gpu/{stem}.json" in written, f"{stem} recorded no gpu-profile claims"
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    assert "Going on without waiting" in printed and "Run time" in printed
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_gpu_profile_on_real_data(stem, capsys):
+    """On a CUDA device, with the real CIFAR-10 files (or the pack) under $NCBOOK_DATA: the chapter's gpu profile,
+    its claims in results/claims/gpu/ and its cells' estimated and measured seconds in results/costs/gpu/."""
+    results = ROOT / "results"
+    env = {"NCBOOK_PROFILE": "gpu", "NCBOOK_SCALE": "paper", "NCBOOK_RESULTS": str(results),
+           "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    t0 = time.perf_counter()
+    nb = _execute(ROOT / "book" / f"{stem}.md", env)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    record = json.loads((results / "costs" / "gpu" / f"{stem}.json").read_text())
+    with capsys.disabled():
+        print(f"\n[gpu] {stem}: {time.perf_counter() - t0:.0f} s; " + "; ".join(
+            f"{n}: estimated {c['estimate_s']:.0f} s, took {c['measured_s']:.0f} s, {c['train_images_per_s']:,.0f} images/s"
+            for n, c in record["cells"].items()))
