@@ -415,3 +415,12 @@ def test_committed_records(path):
             assert record.get("source") and record.get("paper") is not None, record["claim"]
         if record.get("derived") is not None:
             assert record.get("derived_how"), record["claim"]
+
+
+def test_load_results_skips_what_chapters_write_while_running(tmp_path):
+    """Claim records and cost estimates sit beside the results but are not results (no setting, no seed)."""
+    book.save_result(tmp_path, chapter="seli", setting="s", seed=0, metrics={"a": 1.0}, wall_seconds=1.0)
+    for folder in ("claims", "costs"):
+        (tmp_path / folder / "quick").mkdir(parents=True)
+        (tmp_path / folder / "quick" / "seli.json").write_text('{"estimate": 1.0}')
+    assert [r["setting"] for r in book.load_results(tmp_path)] == ["s"]

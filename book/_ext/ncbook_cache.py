@@ -176,13 +176,16 @@ def data_fingerprint(data_root: Path) -> dict[str, Any]:
 def recorded_runs_hash(results: Path) -> str:
     """SHA-256 (16 hex digits) of the recorded full-profile runs the chapters display (``<results>/<chapter>/*.json``).
 
-    The claim records (``<results>/claims/``) are what the chapters write, not what they read, and stay out.
+    The claim records and cost estimates (``<results>/claims/``, ``<results>/costs/``) are what the chapters
+    write while they run, not what they read, and stay out.
     """
+    from ncbook.book import WRITTEN_WHILE_RUNNING
+
     digest = hashlib.sha256()
     if results.is_dir():
         for path in sorted(results.glob("*/**/*.json")):
             rel = path.relative_to(results)
-            if rel.parts[0] != "claims":
+            if rel.parts[0] not in WRITTEN_WHILE_RUNNING:
                 digest.update(rel.as_posix().encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

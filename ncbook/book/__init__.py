@@ -14,6 +14,7 @@ from ._records import load_claims
 from ._records import load_results
 from ._records import record_claim
 from ._records import save_result
+from ._records import WRITTEN_WHILE_RUNNING
 from ._report import Report
 from ._report import reproduction_report
 
@@ -32,4 +33,5 @@ __all__ = [
     "reproduction_report",
     "save_result",
     "show",
+    "WRITTEN_WHILE_RUNNING",
 ]

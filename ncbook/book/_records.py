@@ -29,7 +29,7 @@ from ..profiles import native_bf16
 from ..profiles import scale
 
 __all__ = ["save_result", "load_results", "device_name", "record_claim", "load_claims", "claim_verdict",
-           "claim_counts", "describe_tolerance", "KINDS", "RECORD_PROFILES", "CLAIM_VERDICTS", "CHECK_VERDICTS",
+           "claim_counts", "describe_tolerance", "KINDS", "RECORD_PROFILES", "WRITTEN_WHILE_RUNNING", "CLAIM_VERDICTS", "CHECK_VERDICTS",
            "CHAPTERS"]
 
 
@@ -101,6 +101,10 @@ def save_result(folder: str | Path, *, chapter: str, setting: str, seed: int, me
     return path
 
 
+#: folders under the results folder that chapters write as they run (claim records, cost estimates), not results
+WRITTEN_WHILE_RUNNING = ("claims", "costs")
+
+
 def load_results(folder: str | Path, chapter: str | None = None) -> list[dict]:
     """All recorded results under ``folder`` (optionally one chapter's), sorted by setting and seed.
 
@@ -109,7 +113,8 @@ def load_results(folder: str | Path, chapter: str | None = None) -> list[dict]:
     root = Path(folder) if chapter is None else Path(folder) / chapter
     if not root.exists():
         return []
-    records = [json.loads(p.read_text()) for p in sorted(root.rglob("*.json")) if "claims" not in p.relative_to(root).parts]
+    records = [json.loads(p.read_text()) for p in sorted(root.rglob("*.json")) 
+               if not set(WRITTEN_WHILE_RUNNING) & set(p.relative_to(root).parts)]
     return sorted(records, key=lambda r: (r["chapter"], r["setting"], r["seed"]))
 
 
