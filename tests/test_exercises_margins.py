@@ -1,4 +1,6 @@
-"""The MR2 autograder checks pass the reference and fail planted mistakes with useful messages."""
+"""The MR2 autograder checks: each reference agrees with an independent derivation, the chapter's
+solution passes, planted mistakes fail with a message that names the input, and a stub reports
+"not implemented yet"."""
 
 from __future__ import annotations
 
@@ -11,25 +13,40 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
+from scipy.optimize import minimize
 
-from ncbook.exercises import check_margin_cross_entropy, check_mr2_margins, check_representation_margin_loss
-from ncbook.losses import margin_cross_entropy, representation_margin_loss
-from ncbook.margins import mr2_margins
+from ncbook.exercises import (check_bound_ratio, check_expected_batch_statistics, check_relative_spread_margins,
+                              check_representation_margin_loss)
+from ncbook.exercises._margins import (BOUND_RATIO, EXPECTED_BATCH_STATISTICS, RELATIVE_SPREAD_MARGINS,
+                                       _bound_ratio, _expected_batch_statistics, _relative_spread_margins)
+from ncbook.losses import representation_margin_loss
+from ncbook.margins import class_feature_statistics, mr2_margins
 from ncbook.plotting import group_accuracy_bars, variability_scatter
 
 torch.set_num_threads(1)
 
 
-def naive_mr2_margins(mean_sq_norms, mean_sq_devs, c_bar):  # the chapter's solution
-    t = (torch.as_tensor(mean_sq_norms) + torch.as_tensor(mean_sq_devs)) ** (1 / 3)
-    return c_bar * len(t) * t / t.sum()
+def todo(**kwargs):
+    raise NotImplementedError
 
 
-def naive_margin_ce(logits, labels, margins, reduction="none"):  # one row at a time
-    out = torch.stack([torch.logsumexp(logits[i] / margins[labels[i]], 0) - logits[i, labels[i]] / margins[labels[i]]
-                       for i in range(len(labels))])
-    return out if reduction == "none" else out.mean()
+# --------------------------------------------------------------------------- the chapter's solutions
+def bound_ratio(mean_sq_norms, mean_sq_devs):
+    t = np.cbrt(np.asarray(mean_sq_norms, dtype=float) + np.asarray(mean_sq_devs, dtype=float))
+    return len(t) ** 2 * np.sum(t ** 3) / np.sum(t) ** 3
+
+
+def expected_batch_statistics(mean_sq_norm, mean_sq_dev, batch_count):
+    b = batch_count
+    return np.array([mean_sq_norm + mean_sq_dev / b, mean_sq_dev * (b - 1) / b, mean_sq_norm + mean_sq_dev])
+
+
+def relative_spread_margins(features, labels, num_classes, c_bar):
+    _, devs, _ = class_feature_statistics(features, labels, num_classes)   # the spread ignores where the origin is
+    means = torch.stack([features[labels == c].mean(0) for c in range(num_classes)])
+    centred = ((means - means.mean(0)) ** 2).sum(1)                          # ||mu_c - mu_G||^2
+    t = (devs / centred) ** (1 / 3)
+    return c_bar * num_classes * t / t.sum()
 
 
 def naive_rep_loss(features, labels, sbar, *, skip_singletons=True):  # loops over anchors and positives
@@ -44,53 +61,138 @@ def naive_rep_loss(features, labels, sbar, *, skip_singletons=True):  # loops ov
     return torch.stack(values).mean()
 
 
-def test_forwarding_to_the_package_is_rejected():
-    res = check_mr2_margins(lambda mean_sq_norms, mean_sq_devs, c_bar: mr2_margins(mean_sq_norms, mean_sq_devs, c_bar=c_bar))
-    assert not res and "calls ncbook.margins.mr2_margins" in res.message
-    assert "itself" in check_margin_cross_entropy(margin_cross_entropy).message
-    res = check_representation_margin_loss(lambda features, labels, sbar: representation_margin_loss(features, labels, sbar))
-    assert not res and "representation_margin_loss" in res.message
+# --------------------------------------------------------------------------- bound_ratio
+def test_bound_ratio_reference_is_the_ratio_of_two_numerical_minima():
+    """Uniform margins against the numerically optimal ones of sum_c t_c^3 / gamma_c^2 at a fixed mean."""
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        c = int(rng.integers(2, 7))
+        norms, devs = rng.uniform(0, 20, c), rng.uniform(0.1, 5, c)
+        cubes, mean = norms + devs, float(rng.uniform(0.5, 2))
+        objective = lambda g: np.sum(cubes / g ** 2)  # noqa: E731
+        best = minimize(objective, np.full(c, mean), bounds=[(1e-3, None)] * c, tol=1e-14,
+                        constraints=[{"type": "eq", "fun": lambda g: g.mean() - mean}])
+        assert best.success
+        assert math.isclose(_bound_ratio(norms, devs), objective(np.full(c, mean)) / best.fun, rel_tol=1e-6)
+        # and the minimiser is MR2's rule
+        np.testing.assert_allclose(best.x, mr2_margins(norms, devs, c_bar=mean).numpy(), rtol=1e-4)
 
 
-def test_mr2_margins_check():
-    assert check_mr2_margins(naive_mr2_margins)
-
-    def square_root(mean_sq_norms, mean_sq_devs, c_bar):  # wrong exponent
-        t = (mean_sq_norms + mean_sq_devs).sqrt()
-        return c_bar * len(t) * t / t.sum()
-
-    res = check_mr2_margins(square_root)
-    assert not res and "expected [0.7645" in res.message and "mean_sq_devs=[ 1.  4. 23.]" in res.message
-
-    def no_c_bar(mean_sq_norms, mean_sq_devs, c_bar):
-        t = (mean_sq_norms + mean_sq_devs) ** (1 / 3)
-        return len(t) * t / t.sum()
-
-    res = check_mr2_margins(no_c_bar)
-    assert not res and "c_bar=0.7" in res.message
-
-    def todo(mean_sq_norms, mean_sq_devs, c_bar):
-        raise NotImplementedError
-
-    assert "not implemented yet" in check_mr2_margins(todo).message
+def test_bound_ratio_limits():
+    assert math.isclose(_bound_ratio([3.0] * 4, [1.0] * 4), 1.0)             # equal classes gain nothing
+    assert _bound_ratio([1.0, 0, 0, 0], [0, 1e-12, 1e-12, 1e-12]) > 15.9    # towards C^2 = 16
+    rng = np.random.default_rng(0)
+    assert all(_bound_ratio(rng.uniform(0, 9, 5), rng.uniform(0, 9, 5)) >= 1 for _ in range(20))  # power means
 
 
-def test_margin_cross_entropy_check():
-    assert check_margin_cross_entropy(naive_margin_ce)
+def test_bound_ratio_check():
+    assert check_bound_ratio(bound_ratio)
 
-    def all_rows_by_column(logits, labels, margins):  # divides column c by gamma_c (wrong)
-        return F.cross_entropy(logits / margins, labels, reduction="none")
+    def inverted(mean_sq_norms, mean_sq_devs):  # optimal over uniform
+        return 1 / bound_ratio(mean_sq_norms, mean_sq_devs)
 
-    res = check_margin_cross_entropy(all_rows_by_column)
-    assert not res and "expected [0.10039 0.46437 1.27452]" in res.message
+    res = check_bound_ratio(inverted)
+    assert not res and "mean_sq_devs=[ 1.  4. 23.]" in res.message and f"expected {_bound_ratio([4.0] * 3, [1.0, 4, 23]):.6g}" in res.message
 
-    def mean_instead(logits, labels, margins):
-        return naive_margin_ce(logits, labels, margins, reduction="mean")
+    def square_root_rule(mean_sq_norms, mean_sq_devs):  # the value at margins proportional to sqrt(t^3)
+        cubes = np.asarray(mean_sq_norms) + np.asarray(mean_sq_devs)
+        g = np.sqrt(cubes) / np.sqrt(cubes).mean()
+        return np.sum(cubes) / np.sum(cubes / g ** 2)
 
-    res = check_margin_cross_entropy(mean_instead)
-    assert not res and "shape ()" in res.message
+    assert not check_bound_ratio(square_root_rule)
+    assert "not implemented yet" in check_bound_ratio(todo).message
 
 
+# --------------------------------------------------------------------------- expected_batch_statistics
+def test_expected_batch_statistics_reference_agrees_with_monte_carlo():
+    rng = np.random.default_rng(1)
+    d, reps = 3, 40_000
+    for b in (1, 2, 5):
+        mu = np.array([1.0, -2.0, 0.5])                       # ||mu||^2 = 5.25
+        scale = np.array([0.5, 1.0, 1.5])                     # spread sigma^2 = 0.25 + 1 + 2.25 = 3.5
+        h = mu + scale * rng.standard_normal((reps, b, d))    # reps batches of b samples of one class
+        mean = h.mean(axis=1)
+        est = np.stack([(mean ** 2).sum(-1), ((h - mean[:, None]) ** 2).sum(-1).mean(-1)], 1)
+        est = np.c_[est, est.sum(1)].mean(0)
+        np.testing.assert_allclose(est, _expected_batch_statistics(5.25, 3.5, b), atol=0.03)
+
+
+def test_expected_batch_statistics_agrees_with_the_package_estimates():
+    """The estimates are class_feature_statistics' (spread divided by b_c, not b_c - 1)."""
+    g = torch.Generator().manual_seed(0)
+    h = torch.tensor([2.0, 0.0]) + torch.randn(30_000, 4, 2, generator=g, dtype=torch.float64)  # spread 2
+    norms, devs = [], []
+    for batch in h:
+        n_, d_, _ = class_feature_statistics(batch, torch.zeros(4, dtype=torch.long), 1)
+        norms.append(n_.item())
+        devs.append(d_.item())
+    np.testing.assert_allclose([np.mean(norms), np.mean(devs)], _expected_batch_statistics(4.0, 2.0, 4)[:2],
+                               atol=0.03)
+
+
+def test_expected_batch_statistics_check():
+    assert check_expected_batch_statistics(expected_batch_statistics)
+
+    def unbiased(mean_sq_norm, mean_sq_dev, batch_count):  # believes both estimates unbiased
+        return np.array([mean_sq_norm, mean_sq_dev, mean_sq_norm + mean_sq_dev])
+
+    res = check_expected_batch_statistics(unbiased)
+    assert not res and "batch_count=1" in res.message and "expected [6. 0. 6.]" in res.message
+
+    def bessel(mean_sq_norm, mean_sq_dev, batch_count):  # the spread as if divided by b - 1
+        b = batch_count
+        return np.array([mean_sq_norm + mean_sq_dev / b, mean_sq_dev, mean_sq_norm + mean_sq_dev * (b + 1) / b])
+
+    res = check_expected_batch_statistics(bessel)
+    assert not res and "batch_count=1" in res.message
+    assert "not implemented yet" in check_expected_batch_statistics(todo).message
+
+
+# --------------------------------------------------------------------------- relative_spread_margins
+def test_relative_spread_reference_by_hand_and_its_invariances():
+    h, y = torch.tensor([[0.0], [2.0], [1.0], [5.0]]), torch.tensor([0, 0, 1, 1])
+    t = np.cbrt([1.0, 4.0])                                   # spreads 1 and 4 over ||mu_c - mu_G||^2 = 1
+    np.testing.assert_allclose(_relative_spread_margins(h, y, 2, 1.0), 2 * t / t.sum(), rtol=1e-12)
+    rng = np.random.default_rng(2)
+    h = torch.as_tensor(rng.standard_normal((40, 3)) + 3 * np.repeat(np.eye(4, 3), 10, axis=0))
+    y = torch.arange(4).repeat_interleave(10)
+    base = _relative_spread_margins(h, y, 4, 1.3)
+    assert math.isclose(base.mean(), 1.3)
+    np.testing.assert_allclose(_relative_spread_margins(h + 7.0, y, 4, 1.3), base, rtol=1e-10)   # translation
+    np.testing.assert_allclose(_relative_spread_margins(5.0 * h, y, 4, 1.3), base, rtol=1e-10)   # scale
+    q = torch.as_tensor(np.linalg.qr(rng.standard_normal((3, 3)))[0])
+    np.testing.assert_allclose(_relative_spread_margins(h @ q, y, 4, 1.3), base, rtol=1e-10)     # rotation
+    perm = torch.tensor([2, 0, 3, 1])
+    np.testing.assert_allclose(_relative_spread_margins(h, perm[y], 4, 1.3), base[np.argsort(perm.numpy())],
+                               rtol=1e-10)                                                     # relabelling
+
+
+def test_relative_spread_margins_check():
+    assert check_relative_spread_margins(relative_spread_margins)
+
+    def uncentred(features, labels, num_classes, c_bar):  # ||mu_c||^2 instead of ||mu_c - mu_G||^2
+        norms, devs, _ = class_feature_statistics(features, labels, num_classes)
+        t = (devs / norms) ** (1 / 3)
+        return c_bar * num_classes * t / t.sum()
+
+    res = check_relative_spread_margins(uncentred)
+    assert not res and "features=" in res.message and "expected [0.77" in res.message
+
+    def sample_weighted(features, labels, num_classes, c_bar):  # mu_G as the mean of all samples
+        _, devs, _ = class_feature_statistics(features, labels, num_classes)
+        means = torch.stack([features[labels == c].mean(0) for c in range(num_classes)])
+        t = (devs / ((means - features.mean(0)) ** 2).sum(1)) ** (1 / 3)
+        return c_bar * num_classes * t / t.sum()
+
+    res = check_relative_spread_margins(sample_weighted)
+    assert not res and "array of shape" in res.message   # the uneven case, the only one it fails
+    res = check_relative_spread_margins(lambda features, labels, num_classes, c_bar:
+                                        _relative_spread_margins(features, labels, num_classes, c_bar))
+    assert not res and "calls" in res.message             # calling the reference is refused
+    assert "not implemented yet" in check_relative_spread_margins(todo).message
+
+
+# --------------------------------------------------------------------------- the representation loss
 def test_representation_check():
     assert check_representation_margin_loss(naive_rep_loss)
 
@@ -104,8 +206,20 @@ def test_representation_check():
         return naive_rep_loss(features, labels, 0.0)
 
     assert not check_representation_margin_loss(no_margin)
+    res = check_representation_margin_loss(lambda features, labels, sbar: representation_margin_loss(features, labels, sbar))
+    assert not res and "representation_margin_loss" in res.message
+    assert "not implemented yet" in check_representation_margin_loss(todo).message
 
 
+@pytest.mark.parametrize("spec", [BOUND_RATIO, EXPECTED_BATCH_STATISTICS, RELATIVE_SPREAD_MARGINS])
+def test_cases_are_valid_for_any_secret(spec):
+    """Every draw gives finite references (no empty class, no zero centred norm)."""
+    for k in range(20):
+        for case in spec.hidden_cases(f"secret number {k:04d} of the test".encode()):
+            assert np.all(np.isfinite(np.asarray(spec.expected(case), dtype=float))), case
+
+
+# --------------------------------------------------------------------------- figures
 def test_plots_return_axes_with_correlation():
     ax = variability_scatter([1.0, 2.0, 3.0], [0.9, 0.8, 0.6], title="x")
     r = np.corrcoef([1.0, 2.0, 3.0], [0.9, 0.8, 0.6])[0, 1]

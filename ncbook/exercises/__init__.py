@@ -24,8 +24,9 @@ from ._contrastive import check_ucl_collapse_k1
 from ._dgp import check_euclidean_shift
 from ._dgp import check_simplex_epsilon
 from ._dgp import check_w_info_nce
-from ._margins import check_margin_cross_entropy
-from ._margins import check_mr2_margins
+from ._margins import check_bound_ratio
+from ._margins import check_expected_batch_statistics
+from ._margins import check_relative_spread_margins
 from ._margins import check_representation_margin_loss
 from ._primer import check_class_means
 from ._primer import check_nc2
@@ -51,8 +52,9 @@ __all__ = [
     "check_means_from_gram",
     "check_multiset_risk",
     "check_ucl_collapse_k1",
-    "check_margin_cross_entropy",
-    "check_mr2_margins",
+    "check_bound_ratio",
+    "check_expected_batch_statistics",
+    "check_relative_spread_margins",
     "check_representation_margin_loss",
     "check_class_means",
     "check_nc2",

@@ -15,6 +15,7 @@ from ._reweighting import class_loss_curves
 from ._reweighting import grouped_bars
 from ._reweighting import weight_paths
 from ._margins import group_accuracy_bars
+from ._margins import margin_rule_plot
 from ._margins import variability_scatter
 from ._seli import curves
 from ._seli import seli_closed_form_figure
@@ -39,6 +40,7 @@ __all__ = [
     "grouped_bars",
     "weight_paths",
     "group_accuracy_bars",
+    "margin_rule_plot",
     "variability_scatter",
     "curves",
     "seli_closed_form_figure",

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._core import LEGEND_FONTSIZE, _np, legend_outside, method_colors, new_axes
 
-__all__ = ["group_accuracy_bars", "variability_scatter"]
+__all__ = ["group_accuracy_bars", "margin_rule_plot", "variability_scatter"]
 
 
 def variability_scatter(variability, accuracy, ax=None, *, labels: Sequence[str] | None = None,
@@ -77,4 +77,48 @@ def group_accuracy_bars(table: Mapping[str, Mapping[str, float]], ax=None, *,
     legend_outside(ax)
     if title:
         ax.set_title(title)
+    return ax
+
+
+def margin_rule_plot(spread, sampled, population, ax=None, *, xlabel: str = r"class spread $\sigma_c$",
+                     ylabel: str = r"$\gamma_c$", sampled_label: str = "MR2 margins from samples",
+                     population_label: str = r"from $\|\mu\|^2 = 9$ and $\sigma_c^2$", mean_margin: float = 1.0):
+    """Margins against a per-class spread: those from sample statistics and those from the population's.
+
+    Parameters
+    ----------
+    spread : array-like of shape (C,)
+        The x-axis, one value per class (e.g. the spread ``sigma_c``).
+    sampled, population : array-like of shape (C,)
+        Margins from the sample statistics and from the population statistics.
+    ax : matplotlib Axes, optional
+    mean_margin : float
+        Drawn as a grey horizontal line (the margins' mean).
+
+    Returns
+    -------
+    matplotlib Axes (legend outside the data area).
+
+    Raises
+    ------
+    ValueError
+        If the three arrays do not have the same shape.
+
+    Examples
+    --------
+    >>> ax = margin_rule_plot([0.5, 1.0, 2.0], [0.8, 1.0, 1.2], [0.81, 0.99, 1.2])
+    >>> len(ax.lines), ax.get_legend() is not None
+    (3, True)
+    """
+    x, s, p = _np(spread).ravel(), _np(sampled).ravel(), _np(population).ravel()
+    if not (x.shape == s.shape == p.shape):
+        raise ValueError(f"spread, sampled and population must have the same shape; got {x.shape}, {s.shape} "
+                         f"and {p.shape}.")
+    ax = new_axes(ax)
+    ax.plot(x, s, "o-", label=sampled_label)
+    ax.plot(x, p, "x--", label=population_label)
+    ax.axhline(float(mean_margin), color="grey", lw=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    legend_outside(ax)
     return ax
