@@ -283,3 +283,23 @@ def test_gpu_profile_on_real_data(stem, capsys):
         print(f"\n[gpu] {stem}: {time.perf_counter() - t0:.0f} s; " + "; ".join(
             f"{n}: estimated {c['estimate_s']:.0f} s, took {c['measured_s']:.0f} s, {c['train_images_per_s']:,.0f} images/s"
             for n, c in record["cells"].items()))
+
+
+def test_chapter_cost_in_a_read_only_folder_warns_and_disarms(tmp_path):
+    """A cost record that cannot be written (a grading sandbox) warns once; later cells are not timed or failed."""
+    from ncbook.train._cost import Throughput, _CellTimer
+
+    locked = tmp_path / "locked"
+    locked.write_text("a file where the results folder should be")  # mkdir below it fails with an OSError
+    cost = train.ChapterCost("seli", results=locked)
+    tp = Throughput(0.05, 0.5, 1e-4, 128, "cpu (1 thread)", "float32", 4)
+    cost.add("network", 1.0, tp)
+    cost._armed, _CellTimer.active = "network", cost
+    timer = _CellTimer()
+    timer.pre()
+    with pytest.warns(RuntimeWarning, match="was not recorded"):
+        timer.post()
+    assert cost._armed is None and cost.cells["network"]["measured_s"] is not None
+    timer.pre()
+    timer.post()  # nothing armed: nothing measured, nothing raised
+    _CellTimer.active = None
