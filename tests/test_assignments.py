@@ -694,3 +694,11 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
         rows_ = list(csv.DictReader(answers.open()))
         assert [r for r in rows_ if r["submission"] == "solutions.ipynb"] and set(rows_[0]) == {
             "student", "submission", "question", "answer", "points"}
+
+
+def test_a_submission_writes_its_records_in_its_own_folder():
+    """Chapters write claim records, cost estimates and checkpoints: in a graded run they go under its HOME."""
+    for home in (tool.SANDBOX_HOME, "/scratch/x"):
+        env = tool.sandbox_env("quick", home=home)
+        assert env["HOME"] == home
+        assert all(env[k].startswith(home + "/") for k in ("NCBOOK_RESULTS", "NCBOOK_CHECKPOINTS"))

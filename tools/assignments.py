@@ -575,9 +575,14 @@ class Limits:
         return self.notebook_timeout + self.harvest_timeout * max(parts, 1) + 90
 
 
-def sandbox_env(profile: str | None) -> dict[str, str]:
+def sandbox_env(profile: str | None, home: str = SANDBOX_HOME) -> dict[str, str]:
+    """The whole environment of a submission's run: nothing of the grader's but the profile.
+
+    Results, claim records, cost estimates and checkpoints a chapter writes go under ``home`` (the run's
+    only writable folder), never to the course's folders.
+    """
     python_bin = os.path.dirname(os.path.realpath(sys.executable))
-    return {"HOME": SANDBOX_HOME, "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8",
+    return {"HOME": home, "NCBOOK_RESULTS": f"{home}/results", "NCBOOK_CHECKPOINTS": f"{home}/checkpoints", "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8",
             "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": "/opt/ncbook",
             "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "TMPDIR": "/tmp",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "NCBOOK_WORKERS": "1",
@@ -669,7 +674,7 @@ def run_submission(job: dict, limits: Limits, *, sandbox: bool, profile: str | N
         import ncbook
 
         scratch = tempfile.mkdtemp(prefix="ncbook-grade-")
-        env = {**sandbox_env(profile), "HOME": scratch, "TMPDIR": scratch,
+        env = {**sandbox_env(profile, home=scratch), "TMPDIR": scratch,
                "PYTHONPATH": str(Path(ncbook.__file__).resolve().parents[1])}
         cmd, cwd = [sys.executable, str(RUNNER)], scratch
     start = time.monotonic()
