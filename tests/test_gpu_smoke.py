@@ -202,6 +202,28 @@ def test_bad_probe_lengths_are_refused():
         cost.announce("network")
 
 
+def test_a_cost_record_that_cannot_be_written_warns_once_and_the_next_cells_run(tmp_path):
+    from ncbook.train import _cost
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # results/costs/... below a file: the folder cannot be made (as read-only for root)
+    cost = train.ChapterCost("seli", results=blocker)
+    tp = train.measure_fit(lambda: models.MLP(8, (8,), 4, 2), F.cross_entropy, (torch.randn(16, 8), torch.arange(16) % 2),
+                           batch_size=4)
+    cost.add("network", 1.0, tp)
+    timer, saved = _cost._CellTimer(), _cost._CellTimer.active
+    try:
+        cost._armed, _cost._CellTimer.active = "network", cost
+        timer.pre()
+        with pytest.warns(UserWarning, match="could not record the measured cost of 'network'"):
+            timer.post()
+        assert cost._armed is None and cost.cells["network"]["measured_s"] >= 0
+        timer.pre()
+        timer.post()  # disarmed: the next cell neither warns nor raises
+    finally:
+        _cost._CellTimer.active = saved
+
+
 def test_run_full_gpu_dry_run_prints_every_chapters_model_and_the_plan():
     """tools/run_full_gpu.sh without a GPU (--dry-run): the benchmark runs on the CPU with tiny batches."""
     out = subprocess.run(["bash", str(ROOT / "tools" / "run_full_gpu.sh"), "--dry-run"], capture_output=True, text=True,
