@@ -48,7 +48,7 @@ CI_BUDGET_S = 300  # one chapter's folder of 12 notebooks, 2 at a time on 2 core
 # chapter -> (question with a planted mistake, text in the solutions, the mistake)
 PLANTED = {
     "nc_primer": ("ex-primer-1", "/ np.sqrt(c - 1))", ")"),                       # NC2 without 1/sqrt(C-1)
-    "seli": ("ex-seli-1", "return onehot - 1.0 / num_classes", "return onehot"),  # SEL matrix not centred
+    "seli": ("ex-seli-1", "return (c - 1) * np.sqrt(n / c) / seli_cost", "return (c - 1) * np.sqrt(n) / seli_cost"),  # n, not n / C
     "contrastive_imbalance": ("ex-contrastive-2", "eps = math.exp(-2 / t)", "eps = math.exp(-2)"),  # no temperature
 }
 
@@ -68,39 +68,39 @@ ALTERNATIVE = {
     np.add.at(counts, y, 1)
     return sums / counts[:, None]'''},
     "seli": {
-        "my_sel_matrix": '''def my_sel_matrix(labels, num_classes):
-    rows = [[(1.0 if int(y) == c else 0.0) - 1.0 / num_classes for y in labels] for c in range(num_classes)]
-    return np.array(rows).reshape(num_classes, len(labels))''',
-        "my_classifier_gram": '''def my_classifier_gram(counts):
-    c = len(counts)
-    p = np.eye(c) - np.ones((c, c)) / c
-    u, s, _ = np.linalg.svd(p @ np.diag(np.asarray(counts, dtype=float)) @ p)
-    return (u * np.sqrt(s)) @ u.T''',
-        "my_minority_norm_ratio": '''import math
+        "etf_cost_ratio": '''import math
 
-def my_minority_norm_ratio(ratio, num_majority, num_minority):
+def etf_cost_ratio(counts):
+    n_c = np.asarray(counts, dtype=float)
+    c = n_c.size
+    labels = np.repeat(np.arange(c), n_c.astype(int))
+    z = np.eye(c)[labels] - 1.0 / c                     # the SEL matrix, one row per sample
+    nuclear = np.linalg.svd(z, compute_uv=False)[:c - 1].sum()
+    a = math.sqrt(n_c.sum() / c)                        # the best scale of an ETF classifier with Gram a P
+    return 0.5 * (a * (c - 1) + n_c.sum() * (1 - 1 / c) / a) / nuclear''',
+        "orthogonal_ratio": '''def orthogonal_ratio(num_majority, num_minority):
+    c = num_majority + num_minority
+    return (c ** 3 / num_majority ** 2 - num_majority) / num_minority''',
+        "norm_ratio_limit": '''import math
+
+def norm_ratio_limit(num_majority, num_minority):
     a, b = num_majority, num_minority
     c = a + b
-    mu = (ratio * b + a) / c
-    sq_maj = math.sqrt(ratio) * (a - 1) / a + math.sqrt(mu) * b / (c * a)
-    sq_min = (b - 1) / b + math.sqrt(mu) * a / (c * b)
+    frac = math.sqrt(b / c)
+    sq_min = frac * a / (c * b)
+    sq_maj = (a - 1) / a + frac * b / (c * a)
     return math.sqrt(sq_min / sq_maj)''',
         "my_log_mean_ce": '''def my_log_mean_ce(logits, labels):
     others = logits.masked_fill(F.one_hot(labels, logits.shape[1]).bool(), -float("inf"))
     s = torch.logsumexp(others - logits.gather(1, labels[:, None]), dim=1)
     log_ce = torch.where(s < -30, s, torch.log(F.softplus(s)))
     return torch.logsumexp(log_ce, 0) - math.log(len(labels))''',
-        "collapse_lambda": '''import math
-
-def collapse_lambda(counts):
-    def collapsed(lam):
+        "collapse_lambda": '''def collapse_lambda(counts, grid=np.geomspace(1e-4, 1e-1, 40)):
+    for lam in grid:
         w = ufm.ridge_optimum(counts, lam).classifiers
-        return np.linalg.norm(w[2:], axis=1).min() == 0 or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6
-    lo, hi = 1e-5, 1.0
-    for _ in range(16):
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if collapsed(mid) else (mid, hi)
-    return hi'''},
+        if np.linalg.norm(w[2:], axis=1).min() == 0 or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6:
+            return lam
+    return np.nan'''},
     "contrastive_imbalance": {
         "multiset_risk": '''import itertools
 
@@ -316,7 +316,7 @@ def test_a_public_check_holds_no_expected_value_where_the_student_can_read_it():
     """A student function that reads every frame above it finds inputs, never an expected value."""
     import inspect
 
-    for name in ("nc2", "sel_matrix", "multiset_risk", "log_mean_ce", "inverse_weights"):
+    for name in ("nc2", "etf_cost_ratio", "multiset_risk", "log_mean_ce", "inverse_weights"):
         spec = EXERCISES[name]
         seen = []
 

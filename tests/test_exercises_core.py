@@ -88,16 +88,21 @@ def test_the_student_cannot_corrupt_the_inputs_of_the_reference():
 
 
 def test_harvest_writes_numbers_only_and_the_grader_reads_them_without_pickles(tmp_path):
-    spec = ex.EXERCISES["sel_matrix"]
+    spec = ex.EXERCISES["etf_cost_ratio"]
     cases = spec.hidden_cases(b"a secret of sixteen bytes")
     (tmp_path / "in.npz").write_bytes(pack_cases(cases))
-    harvest("sel_matrix", lambda labels, num_classes: np.eye(num_classes)[labels].T - 1 / num_classes,
-            str(tmp_path / "in.npz"), str(tmp_path / "out.npz"))
+
+    def etf_cost_ratio(counts):  # (C - 1) sqrt(n / C) over the nuclear norm of the SEL matrix
+        c, n = len(counts), float(np.sum(counts))
+        z = np.eye(c)[np.repeat(np.arange(c), counts)] - 1 / c
+        return (c - 1) * np.sqrt(n / c) / np.linalg.svd(z, compute_uv=False)[:c - 1].sum()
+
+    harvest("etf_cost_ratio", etf_cost_ratio, str(tmp_path / "in.npz"), str(tmp_path / "out.npz"))
     outcomes = unpack_outcomes((tmp_path / "out.npz").read_bytes())
     assert spec.verdicts(cases, outcomes) == [None] * len(cases)
-    harvest("sel_matrix", None, str(tmp_path / "in.npz"), str(tmp_path / "none.npz"), function="my_sel_matrix")
+    harvest("etf_cost_ratio", None, str(tmp_path / "in.npz"), str(tmp_path / "none.npz"), function="my_etf_cost_ratio")
     missing = unpack_outcomes((tmp_path / "none.npz").read_bytes())
-    assert missing[0].error == "missing" and "my_sel_matrix" in missing[0].detail
+    assert missing[0].error == "missing" and "my_etf_cost_ratio" in missing[0].detail
     buffer = io.BytesIO()  # a forged file: an object array (a pickle) is refused, an integer "result" is no value
     np.savez(buffer, __meta__=np.frombuffer(b'[{"error": null}]', dtype=np.uint8), o0=np.array([object()]))
     with pytest.raises(ValueError, match="pickle"):

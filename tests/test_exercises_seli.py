@@ -1,119 +1,170 @@
-"""Autograder checks of the SELI chapter: independent solutions pass, forwarding and planted mistakes fail helpfully."""
+"""Autograder checks of the SELI chapter: the chapter's solutions pass, planted mistakes fail helpfully,
+stubs report "not implemented yet", and every reference agrees with an independent derivation."""
+
+import math
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
+from scipy.optimize import minimize_scalar
 
-from ncbook.exercises import check_log_mean_ce, check_minority_norm_ratio, check_sel_matrix, check_seli_classifier_gram
-from ncbook.geometry import sel_matrix, seli_geometry, seli_step_closed_form
+from ncbook import geometry, ufm
+from ncbook.exercises import (check_collapse_lambda, check_etf_cost_ratio, check_log_mean_ce,
+                              check_minority_norm_ratio_limit, check_minority_orthogonal_ratio)
+from ncbook.exercises._seli import ETF_COST_RATIO, MINORITY_NORM_RATIO_LIMIT, MINORITY_ORTHOGONAL_RATIO
+from ncbook.geometry import seli_step_closed_form, seli_step_limits
 from ncbook.ufm import log_mean_ce
 
 
-def my_sel_matrix(labels, num_classes):  # the chapter's solution
-    y = np.asarray(labels)
-    onehot = np.zeros((num_classes, y.size))
-    onehot[y, np.arange(y.size)] = 1.0
-    return onehot - 1.0 / num_classes
+def stub(**kwargs):
+    raise NotImplementedError
 
 
-def my_classifier_gram(counts):
+# --------------------------------------------------------------------------- ex-seli-1: ETF cost ratio
+def etf_cost_ratio(counts):  # the chapter's solution
+    n_c = np.asarray(counts, dtype=float)
+    c, n = n_c.size, n_c.sum()
+    p = np.eye(c) - 1 / c
+    seli_cost = np.sqrt(np.linalg.eigvalsh(p @ np.diag(n_c) @ p)[1:]).sum()  # ||Z_hat||_*: drop the zero eigenvalue
+    return (c - 1) * np.sqrt(n / c) / seli_cost
+
+
+def test_etf_cost_ratio_check():
+    assert check_etf_cost_ratio(etf_cost_ratio)
+
+    def trace_not_nuclear(counts):  # SELI's cost as tr(PDP) instead of the sum of its square roots
+        n_c = np.asarray(counts, dtype=float)
+        c = n_c.size
+        p = np.eye(c) - 1 / c
+        return (c - 1) * np.sqrt(n_c.sum() / c) / np.trace(p @ np.diag(n_c) @ p)
+
+    res = check_etf_cost_ratio(trace_not_nuclear)
+    assert not res and "counts=[50 50  5  5]" in res.message and "expected 1.08" in res.message
+    assert "not implemented yet" in check_etf_cost_ratio(stub).message
+
+
+def _svm_objective_of_etf_classifier(counts):
+    """Best objective with a simplex-ETF classifier, found numerically over the scale (features w_c / a)."""
     c = len(counts)
-    p = np.eye(c) - 1.0 / c
-    vals, vecs = np.linalg.eigh(p @ np.diag(np.asarray(counts, dtype=float)) @ p)
-    return (vecs * np.sqrt(np.clip(vals, 0, None))) @ vecs.T
+    vals, vecs = np.linalg.eigh(np.eye(c) - 1 / c)
+    etf = vecs[:, 1:]                                              # rows with Gram P
+
+    def objective(a):
+        w, m = np.sqrt(a) * etf, etf / np.sqrt(a)
+        z = m @ w.T
+        margins = (np.diag(z)[:, None] - z)[~np.eye(c, dtype=bool)]
+        assert np.allclose(margins, 1.0)                           # feasible, every margin binds
+        return 0.5 * ((w ** 2).sum() + (np.asarray(counts)[:, None] * m ** 2).sum())
+
+    return minimize_scalar(objective, bounds=(1e-4, 1e4), method="bounded", options={"xatol": 1e-10}).fun
 
 
-def my_minority_norm_ratio(ratio, num_majority, num_minority):
-    k_maj, k_min = num_majority, num_minority
-    c = k_maj + k_min
-    mu = (ratio * k_min + k_maj) / c
-    maj = np.sqrt(ratio) * (1 - 1 / k_maj) + np.sqrt(mu) * k_min / (c * k_maj)
-    mino = (1 - 1 / k_min) + np.sqrt(mu) * k_maj / (c * k_min)
-    return np.sqrt(mino / maj)
+def _svm_objective_of_seli(counts):
+    """(||W||^2 + ||H||^2) / 2 of the sample-level SELI factors W = V L^(1/2), H = U L^(1/2) (unit margins)."""
+    c = len(counts)
+    labels = np.repeat(np.arange(c), counts)
+    z = geometry.sel_matrix(labels, c).T                             # (n, C)
+    u, s, vt = np.linalg.svd(z, full_matrices=False)
+    u, s, v = u[:, :c - 1], s[:c - 1], vt[:c - 1].T
+    w, h = v * np.sqrt(s), u * np.sqrt(s)
+    logits = h @ w.T
+    true = logits[np.arange(labels.size), labels][:, None]
+    margins = (true - logits)[np.arange(c)[None, :] != labels[:, None]]
+    assert np.allclose(margins, 1.0)
+    return 0.5 * ((w ** 2).sum() + (h ** 2).sum())
 
 
+@pytest.mark.parametrize("counts", [[50, 50, 5, 5], [7, 3], [9, 9, 9], [120, 40, 12, 3, 1]])
+def test_etf_cost_ratio_reference_against_a_numerical_optimum(counts):
+    expected = _svm_objective_of_etf_classifier(counts) / _svm_objective_of_seli(counts)
+    assert ETF_COST_RATIO.expected({"counts": np.array(counts)}) == pytest.approx(expected, rel=1e-8)
+
+
+def test_etf_cost_ratio_is_at_least_one_and_one_exactly_for_the_etf_cases():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        counts = rng.integers(1, 500, int(rng.integers(2, 10)))
+        assert ETF_COST_RATIO.expected({"counts": counts}) >= 1 - 1e-12      # SELI solves the SVM
+    assert ETF_COST_RATIO.expected({"counts": np.array([4, 4, 4, 4])}) == pytest.approx(1, abs=1e-12)
+    assert ETF_COST_RATIO.expected({"counts": np.array([1, 999])}) == pytest.approx(1, abs=1e-12)
+    assert ETF_COST_RATIO.expected({"counts": np.array([500, 500, 5, 5])}) > 1.1
+
+
+# --------------------------------------------------------------------------- ex-seli-2: orthogonal minorities
+def orthogonal_ratio(num_majority, num_minority):  # the chapter's solution
+    c = num_majority + num_minority
+    chi = (c / num_majority) ** 2           # <w_min, w'_min> = 0  <=>  sqrt(chi) C_maj / C = 1
+    return (chi * c - num_majority) / num_minority
+
+
+def test_minority_orthogonal_ratio_check():
+    assert check_minority_orthogonal_ratio(orthogonal_ratio)
+
+    def no_square(num_majority, num_minority):  # sqrt(chi) = C / C_maj read as chi = C / C_maj
+        c = num_majority + num_minority
+        return (c / num_majority * c - num_majority) / num_minority
+
+    res = check_minority_orthogonal_ratio(no_square)
+    assert not res and "num_majority=1, num_minority=2" in res.message and "expected 13" in res.message
+    assert "<w_min, w'_min> = 0" in res.message                       # the hint
+    assert "not implemented yet" in check_minority_orthogonal_ratio(stub).message
+
+    def by_the_closed_form(num_majority, num_minority):
+        return seli_step_closed_form(7.0, num_majority, num_minority)["w_cos_min_min"]
+
+    res = check_minority_orthogonal_ratio(by_the_closed_form)
+    assert not res and "calls ncbook.geometry.seli_step_closed_form" in res.message
+
+
+@pytest.mark.parametrize("split, counts", [((2, 2), [7, 7, 1, 1]), ((1, 2), [13, 1, 1]),
+                                           ((3, 2), [49, 49, 49, 9, 9]), ((5, 5), [7] * 5 + [1] * 5)])
+def test_at_the_orthogonal_ratio_the_svd_route_has_orthogonal_minority_classifiers(split, counts):
+    r = MINORITY_ORTHOGONAL_RATIO.expected({"num_majority": split[0], "num_minority": split[1]})
+    assert r == pytest.approx(counts[0] / counts[-1], rel=1e-12)
+    g = geometry.seli_geometry(counts, method="svd").classifier_gram
+    assert abs(g[-1, -2]) < 1e-10 * g[-1, -1]
+    below = geometry.seli_geometry([counts[0] - 1] * split[0] + [counts[-1]] * split[1]).classifier_gram
+    assert below[-1, -2] < 0                                          # obtuse below the ratio
+
+
+# --------------------------------------------------------------------------- ex-seli-3: the large-R limit
+def norm_ratio_limit(num_majority, num_minority):  # the chapter's solution
+    a, b = num_majority, num_minority
+    c = a + b
+    rho = np.sqrt(b / c)                    # sqrt(chi / R) -> sqrt(C_min / C)
+    return np.sqrt((rho * a / (c * b)) / (1 - 1 / a + rho * b / (c * a)))
+
+
+def test_minority_norm_ratio_limit_check():
+    assert check_minority_norm_ratio_limit(norm_ratio_limit)
+
+    def squared(num_majority, num_minority):  # the ratio of squared norms
+        return norm_ratio_limit(num_majority, num_minority) ** 2
+
+    res = check_minority_norm_ratio_limit(squared)
+    assert not res and "num_majority=2, num_minority=2" in res.message and "expected 0.511" in res.message
+    assert "not implemented yet" in check_minority_norm_ratio_limit(stub).message
+    res = check_minority_norm_ratio_limit(lambda num_majority, num_minority: seli_step_limits(
+        num_majority, num_minority)["w_norm_ratio"])
+    assert not res and "seli_step_limits" in res.message
+
+
+@pytest.mark.parametrize("split", [(2, 2), (1, 3), (4, 1), (3, 7), (10, 2)])
+def test_the_limit_is_the_closed_form_at_large_ratio(split):
+    limit = MINORITY_NORM_RATIO_LIMIT.expected({"num_majority": split[0], "num_minority": split[1]})
+    far = seli_step_closed_form(1e16, *split)["w_norm_ratio"]
+    assert far == pytest.approx(limit, rel=1e-6)
+    if split[0] == 1:
+        assert limit == pytest.approx(1 / split[1], rel=1e-12)       # one majority: 1 / C_min
+
+
+# --------------------------------------------------------------------------- ex-seli-4: log mean CE
 def my_log_mean_ce(logits, labels):  # log-sum-exp of log CE_i, exact for separated logits
     others = logits.masked_fill(F.one_hot(labels, logits.shape[1]).bool(), -float("inf"))
     s = torch.logsumexp(others - logits.gather(1, labels[:, None]), dim=1)  # log sum_j exp(z_j - z_y)
     log_ce = torch.where(s < -30, s, torch.log(F.softplus(s)))              # log log(1 + e^s)
     return torch.logsumexp(log_ce, 0) - np.log(len(labels))
-
-
-def test_sel_matrix_check():
-    assert check_sel_matrix(my_sel_matrix)
-
-    def one_hot_only(labels, num_classes):  # forgot to centre
-        return np.eye(num_classes)[np.asarray(labels)].T
-
-    res = check_sel_matrix(one_hot_only)
-    assert not res and "expected" in res.message and "labels=" in res.message
-
-    def transposed(labels, num_classes):  # PyTorch (n, C) instead of the paper's (C, n)
-        return my_sel_matrix(labels, num_classes).T
-
-    res = check_sel_matrix(transposed)
-    assert not res and "shape" in res.message
-
-
-def test_submitting_the_package_function_fails():
-    res = check_sel_matrix(sel_matrix)
-    assert not res and "ncbook.geometry.sel_matrix itself" in res.message
-
-    def forwards(labels, num_classes):
-        return sel_matrix(labels, num_classes)
-
-    res = check_sel_matrix(forwards)
-    assert not res and "calls ncbook.geometry.sel_matrix" in res.message
-    res = check_seli_classifier_gram(lambda counts: seli_geometry(counts).classifier_gram)
-    assert not res and "seli_geometry" in res.message
-    assert not check_minority_norm_ratio(lambda **kw: seli_step_closed_form(**kw)["w_norm_ratio"])
-    assert not check_log_mean_ce(lambda logits, labels: log_mean_ce(logits, labels))
-
-
-def test_renamed_parameter_names_the_expected_signature():
-    def renamed(labels, C):
-        return my_sel_matrix(labels, C)
-
-    res = check_sel_matrix(renamed)
-    assert not res and "renamed(labels, C)" in res.message and "(labels, num_classes)" in res.message
-    assert "TypeError" not in res.message.split("(")[0]
-
-
-def test_matrices_print_on_aligned_lines():
-    res = check_sel_matrix(lambda labels, num_classes: 2 * my_sel_matrix(labels, num_classes))
-    lines = res.message.splitlines()
-    assert len(lines) >= 6  # expected and got each span one line per row
-    expected_at = next(i for i, line in enumerate(lines) if "expected (shape (3, 2))" in line)
-    rows = lines[expected_at + 1:expected_at + 4]
-    assert [r.index("[") for r in rows][1:] == [rows[1].index("[")] * 2  # rows start in one column
-    assert all(r.rstrip().endswith("]") or r.rstrip().endswith("]]") for r in rows)
-
-
-def test_seli_classifier_gram_check():
-    assert check_seli_classifier_gram(my_classifier_gram)
-
-    def no_square_root(counts):
-        c = len(counts)
-        p = np.eye(c) - 1 / c
-        return p @ np.diag(counts) @ p
-
-    res = check_seli_classifier_gram(no_square_root)
-    assert not res and "counts=" in res.message and "largest error" in res.message
-
-    def not_implemented(counts):
-        raise NotImplementedError
-
-    assert "not implemented yet" in check_seli_classifier_gram(not_implemented).message
-
-
-def test_minority_norm_ratio_check():
-    assert check_minority_norm_ratio(my_minority_norm_ratio)
-
-    def squared(ratio, num_majority, num_minority):  # ratio of squared norms
-        return my_minority_norm_ratio(ratio, num_majority, num_minority) ** 2
-
-    res = check_minority_norm_ratio(squared)
-    assert not res and "ratio=10.0" in res.message
 
 
 def test_log_mean_ce_check():
@@ -125,11 +176,31 @@ def test_log_mean_ce_check():
     res = check_log_mean_ce(naive)
     assert not res and "-inf" in res.message and "nan" not in res.message
     assert "expected -800" in res.message and "non-finite" in res.message
+    assert not check_log_mean_ce(lambda logits, labels: log_mean_ce(logits, labels))
+
+
+def test_renamed_parameter_names_the_expected_signature():
+    def renamed(logits, y):
+        return my_log_mean_ce(logits, y)
+
+    res = check_log_mean_ce(renamed)
+    assert not res and "renamed(logits, y)" in res.message and "(logits, labels)" in res.message
+
+
+# --------------------------------------------------------------------------- ex-seli-5: the collapse lambda
+def collapse_lambda(counts, lo=1e-4, hi=1e-1):  # the chapter's solution: bisection on a log scale
+    def collapsed(lam):
+        w = ufm.ridge_optimum(counts, lam).classifiers
+        return np.linalg.norm(w[2:], axis=1).min() == 0 or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6
+
+    while hi / lo > 1.2:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if collapsed(mid) else (mid, hi)
+    return hi
 
 
 def _grid_collapse_lambda(counts, grid=np.geomspace(1e-4, 1e-1, 40)):
     """An independent solution: the first grid point where the minority classifiers coincide."""
-    from ncbook import geometry, ufm
     for lam in grid:
         w = ufm.ridge_optimum(counts, lam).classifiers
         if np.linalg.norm(w[2:], axis=1).min() == 0 or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6:
@@ -138,13 +209,10 @@ def _grid_collapse_lambda(counts, grid=np.geomspace(1e-4, 1e-1, 40)):
 
 
 def test_check_collapse_lambda():
-    from ncbook.exercises import check_collapse_lambda
+    assert check_collapse_lambda(collapse_lambda)
     assert check_collapse_lambda(_grid_collapse_lambda)
-    res = check_collapse_lambda(lambda counts: 4 * _grid_collapse_lambda(counts))   # too large
+    res = check_collapse_lambda(lambda counts: 4 * collapse_lambda(counts))   # too large
     assert not res and "too large" in res.message
-    res = check_collapse_lambda(lambda counts: _grid_collapse_lambda(counts) / 4)   # too small
+    res = check_collapse_lambda(lambda counts: collapse_lambda(counts) / 4)   # too small
     assert not res and "do not coincide" in res.message
-
-    def stub(counts):
-        raise NotImplementedError
     assert "not implemented yet" in check_collapse_lambda(stub).message

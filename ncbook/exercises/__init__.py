@@ -36,10 +36,10 @@ from ._reweighting import check_inverse_weights
 from ._reweighting import check_loss_imbalance
 from ._reweighting import check_macro_factors
 from ._seli import check_collapse_lambda
+from ._seli import check_etf_cost_ratio
 from ._seli import check_log_mean_ce
-from ._seli import check_minority_norm_ratio
-from ._seli import check_sel_matrix
-from ._seli import check_seli_classifier_gram
+from ._seli import check_minority_norm_ratio_limit
+from ._seli import check_minority_orthogonal_ratio
 
 EXERCISES = {spec.name: spec for module in (_primer, _seli, _contrastive, _dgp, _reweighting, _margins)
              for spec in module.EXERCISES}
@@ -64,10 +64,10 @@ __all__ = [
     "check_loss_imbalance",
     "check_macro_factors",
     "check_collapse_lambda",
+    "check_etf_cost_ratio",
     "check_log_mean_ce",
-    "check_minority_norm_ratio",
-    "check_sel_matrix",
-    "check_seli_classifier_gram",
+    "check_minority_norm_ratio_limit",
+    "check_minority_orthogonal_ratio",
     "check_euclidean_shift",
     "check_simplex_epsilon",
     "check_w_info_nce",

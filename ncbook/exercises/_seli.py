@@ -1,6 +1,10 @@
 """Autograder checks for the SELI chapter (Imbalance Trouble).
 
-Letters: ``C`` classes, ``n`` samples, ``R`` the STEP imbalance ratio.
+Letters: ``C`` classes, ``n`` samples, ``n_c`` samples of class ``c``, ``R`` the STEP
+imbalance ratio, ``C_maj`` / ``C_min`` the majority / minority classes of STEP counts.
+Three checks take a closed form the student derived (as a function of its parameters)
+and compare it with an independent computation on cases; one checks an implementation
+(``log_mean_ce``); one brackets a threshold found by experiment (``collapse_lambda``).
 """
 
 from __future__ import annotations
@@ -9,86 +13,113 @@ import functools
 
 import numpy as np
 import torch
+from scipy.optimize import brentq
 
-from ..geometry import cosine_matrix, sel_matrix, seli_geometry, seli_step_closed_form
+from ..geometry import cosine_matrix, seli_geometry, seli_step_closed_form, seli_step_limits
 from ..ufm import log_mean_ce, ridge_optimum
 from ._core import CheckResult, Exercise
 
-__all__ = ["check_sel_matrix", "check_seli_classifier_gram", "check_minority_norm_ratio", "check_log_mean_ce",
-           "check_collapse_lambda"]
+__all__ = ["check_etf_cost_ratio", "check_minority_orthogonal_ratio", "check_minority_norm_ratio_limit",
+           "check_log_mean_ce", "check_collapse_lambda"]
 
 
-def _sel_cases(rng):
-    yield {"labels": np.array([0, 2]), "num_classes": 3}
-    c = int(rng.integers(3, 7))
-    yield {"labels": rng.permutation(np.r_[np.arange(c), rng.integers(0, c, 3)]), "num_classes": c}  # shuffled
-    c = int(rng.integers(4, 8))
-    yield {"labels": np.full(int(rng.integers(1, 5)), int(rng.integers(0, c))), "num_classes": c}  # absent classes
-    c = int(rng.integers(2, 10))
-    yield {"labels": rng.integers(0, c, size=int(rng.integers(5, 30))), "num_classes": c}
+# --------------------------------------------------------------------------- ex-seli-1: the ETF's SVM cost
+def _etf_cost_ratio(counts) -> float:
+    """SVM objective of the best ETF-classifier point over SELI's, by the SVD of the SEL matrix.
 
-
-SEL_MATRIX = Exercise("sel_matrix", params=("labels", "num_classes"), cases=_sel_cases, reference=sel_matrix,
-                      atol=1e-10, forbid=(sel_matrix,))
-
-
-def check_sel_matrix(student) -> CheckResult:
-    """Check ``student(labels, num_classes) -> (C, n)`` against :func:`ncbook.geometry.sel_matrix`.
-
-    Cases: the docstring example, a shuffled batch, a batch missing some classes
-    (the SEL matrix still has ``C`` rows) and random labels. Shape ``(C, n)``: one
-    column per sample, as in the paper.
+    SELI's objective ``(||W||^2 + ||H||^2) / 2`` at unit margins is the nuclear norm of the SEL
+    matrix (the sum of its singular values, from the SVD route); the ETF's is
+    ``(C - 1) sqrt(n / C)``.
     """
-    return SEL_MATRIX.check(student)
+    counts = np.asarray(counts, dtype=np.float64)
+    c, n = counts.size, counts.sum()
+    seli_cost = seli_geometry(counts.astype(np.int64), method="svd").singular_values.sum()
+    return float((c - 1) * np.sqrt(n / c) / seli_cost)
 
 
-def _gram_cases(rng):
-    yield {"counts": np.full(int(rng.integers(2, 6)), int(rng.integers(1, 10)))}     # balanced: a scaled ETF Gram
-    maj, mino = int(rng.integers(20, 100)), int(rng.integers(1, 10))
-    yield {"counts": np.array([maj, maj, mino, mino])}                               # STEP
-    yield {"counts": np.array([int(rng.integers(2, 20)), int(rng.integers(1, 3))])}  # two classes
-    yield {"counts": np.sort(rng.integers(1, 200, int(rng.integers(3, 8))))[::-1].copy()}  # long tail
+def _cost_cases(rng):
+    yield {"counts": np.array([50, 50, 5, 5])}                                       # the chapter's counts
+    yield {"counts": np.full(int(rng.integers(2, 7)), int(rng.integers(1, 30)))}      # balanced: 1
+    yield {"counts": np.array([int(rng.integers(1, 50)), int(rng.integers(1, 50))])}  # two classes: 1
+    n_min, r = int(rng.integers(1, 6)), int(rng.integers(2, 80))
+    k_maj, k_min = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    yield {"counts": np.array([r * n_min] * k_maj + [n_min] * k_min)}                # STEP
+    yield {"counts": np.sort(rng.integers(1, 300, int(rng.integers(3, 9))))[::-1].copy()}  # a long tail
 
 
-SELI_CLASSIFIER_GRAM = Exercise("seli_classifier_gram", params=("counts",), cases=_gram_cases,
-                                reference=lambda counts: seli_geometry(counts).classifier_gram, atol=1e-8,
-                                forbid=(seli_geometry,))
+ETF_COST_RATIO = Exercise("etf_cost_ratio", params=("counts",), cases=_cost_cases, reference=_etf_cost_ratio,
+                          atol=1e-9, rtol=1e-6)  # a square root of the zero eigenvalue of PDP costs ~1e-8
 
 
-def check_seli_classifier_gram(student) -> CheckResult:
-    """Check ``student(counts) -> (C, C)`` equals :math:`(PDP)^{1/2}` (the SELI classifier Gram).
+def check_etf_cost_ratio(student) -> CheckResult:
+    """Check ``student(counts) -> float``: the SVM cost of the best simplex-ETF classifier over SELI's.
 
-    Cases: balanced counts (a scaled ETF Gram), STEP counts, two classes and a
-    long-tailed profile.
+    The SVM is the one of the SELI theorem: ``min (||W||_F^2 + ||H||_F^2) / 2`` subject to unit
+    margins. With the classifier fixed to a simplex ETF (Gram proportional to ``P``) and the
+    features and the scale chosen optimally its value is ``(C - 1) sqrt(n / C)``; at SELI it is the
+    nuclear norm of the SEL matrix. Cases: the chapter's counts, balanced counts and two classes
+    (both 1), STEP counts and a long tail.
     """
-    return SELI_CLASSIFIER_GRAM.check(student)
+    return ETF_COST_RATIO.check(student)
 
 
-def _ratio_cases(rng):
-    yield {"ratio": 1.0, "num_majority": int(rng.integers(1, 6)), "num_minority": int(rng.integers(1, 6))}
-    for ratio in (10.0, 100.0):
-        yield {"ratio": ratio, "num_majority": 2, "num_minority": 2}                  # the chapter's table
-    yield {"ratio": float(rng.uniform(2, 200)), "num_majority": 5, "num_minority": 5}  # ten classes
-    yield {"ratio": float(rng.uniform(2, 200)), "num_majority": int(rng.integers(2, 9)),
-           "num_minority": int(rng.integers(2, 9))}                                    # an uneven split
-    yield {"ratio": float(rng.uniform(1.5, 50)), "num_majority": 1, "num_minority": 1}  # C = 2: always 1
+# --------------------------------------------------------------------------- ex-seli-2: orthogonal minorities
+def _orthogonal_ratio(num_majority: int, num_minority: int) -> float:
+    """The STEP ratio at which the two SELI minority classifiers are orthogonal (a root of the cosine)."""
+    cos = lambda r: seli_step_closed_form(r, num_majority, num_minority)["w_cos_min_min"]  # noqa: E731
+    c = num_majority + num_minority
+    return float(brentq(cos, 1.0, float(c) ** 3 + 1.0, xtol=1e-13, rtol=1e-14))
 
 
-MINORITY_NORM_RATIO = Exercise("minority_norm_ratio", params=("ratio", "num_majority", "num_minority"),
-                               cases=_ratio_cases,
-                               reference=lambda **kw: seli_step_closed_form(**kw)["w_norm_ratio"], atol=1e-8,
-                               forbid=(seli_step_closed_form,))
+def _orthogonal_cases(rng):
+    yield {"num_majority": 1, "num_minority": 2}                                      # the worked instance
+    for _ in range(3):
+        yield {"num_majority": int(rng.integers(1, 9)), "num_minority": int(rng.integers(2, 9))}
 
 
-def check_minority_norm_ratio(student) -> CheckResult:
-    """Check ``student(ratio, num_majority, num_minority) -> float`` equals ``||w_min|| / ||w_maj||`` of SELI.
+MINORITY_ORTHOGONAL_RATIO = Exercise(
+    "minority_orthogonal_ratio", params=("num_majority", "num_minority"), cases=_orthogonal_cases,
+    reference=_orthogonal_ratio, atol=1e-8, rtol=1e-9, forbid=(seli_step_closed_form, seli_step_limits),
+    hint="\n  (R is the imbalance ratio n_maj / n_min at which <w_min, w'_min> = 0.)")
 
-    Cases: ``R = 1`` (must be 1), the chapter's table, ten classes, an uneven split and
-    ``C = 2`` (must be 1 for every ``R``).
+
+def check_minority_orthogonal_ratio(student) -> CheckResult:
+    """Check ``student(num_majority, num_minority) -> R``: the STEP ratio where the minority classifiers turn.
+
+    At ``R = 1`` two minority classifiers of SELI have cosine ``-1/(C - 1)``; as ``R`` grows they
+    align. The exercise asks for the ratio at which their inner product is 0, in closed form; the
+    reference finds the root of the cosine numerically. Cases: one majority and two minorities
+    (the chapter's worked instance) and random splits with at least two minorities.
     """
-    return MINORITY_NORM_RATIO.check(student)
+    return MINORITY_ORTHOGONAL_RATIO.check(student)
 
 
+# --------------------------------------------------------------------------- ex-seli-3: the large-R limit
+def _limit_cases(rng):
+    yield {"num_majority": 2, "num_minority": 2}                                      # the chapter's limit
+    yield {"num_majority": 1, "num_minority": int(rng.integers(1, 8))}                # one majority class
+    yield {"num_majority": int(rng.integers(2, 9)), "num_minority": 1}                # one minority class
+    for _ in range(2):
+        yield {"num_majority": int(rng.integers(1, 12)), "num_minority": int(rng.integers(1, 12))}
+
+
+MINORITY_NORM_RATIO_LIMIT = Exercise(
+    "minority_norm_ratio_limit", params=("num_majority", "num_minority"), cases=_limit_cases,
+    reference=lambda num_majority, num_minority: seli_step_limits(num_majority, num_minority)["w_norm_ratio"],
+    atol=1e-9, rtol=1e-9, forbid=(seli_step_limits, seli_step_closed_form))
+
+
+def check_minority_norm_ratio_limit(student) -> CheckResult:
+    """Check ``student(num_majority, num_minority) -> float``: ``lim ||w_min|| / ||w_maj||`` as ``R -> inf``.
+
+    The limit of SELI's minority over majority classifier norm under STEP imbalance, for any split
+    (the chapter states it for half minorities). Cases: half minorities, a single majority class,
+    a single minority class and random splits.
+    """
+    return MINORITY_NORM_RATIO_LIMIT.check(student)
+
+
+# --------------------------------------------------------------------------- ex-seli-4: log mean CE
 def _ce_cases(rng):
     yield {"logits": torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 3.0]], dtype=torch.float64),
            "labels": torch.tensor([0, 2])}
@@ -118,6 +149,7 @@ def check_log_mean_ce(student) -> CheckResult:
     return LOG_MEAN_CE.check(student)
 
 
+# --------------------------------------------------------------------------- ex-seli-5: the collapse lambda
 def _minorities_collapsed(counts, lam: float) -> bool:
     """Do the last two classifiers of the exact ridge optimum coincide (or vanish) at ``lam``?"""
     w = ridge_optimum(counts, lam).classifiers                     # (C, C - 1)
@@ -157,6 +189,7 @@ def check_collapse_lambda(student, factor: float = 1.25) -> CheckResult:
     For counts ``(50, 50, 5, 5)`` and ``(500, 500, 5, 5)`` (and, graded, other STEP counts) the exact
     ridge optimum (:func:`ncbook.ufm.ridge_optimum`) must have coinciding minority classifiers at the
     returned ``lambda`` and distinct ones at ``lambda / factor``: the threshold to within ``factor``.
+    The check itself costs two exact solves per case; the student's search costs the rest.
     """
     spec = COLLAPSE_LAMBDA
     if factor != 1.25:
@@ -166,4 +199,4 @@ def check_collapse_lambda(student, factor: float = 1.25) -> CheckResult:
     return spec.check(student)
 
 
-EXERCISES = (SEL_MATRIX, SELI_CLASSIFIER_GRAM, MINORITY_NORM_RATIO, LOG_MEAN_CE, COLLAPSE_LAMBDA)
+EXERCISES = (ETF_COST_RATIO, MINORITY_ORTHOGONAL_RATIO, MINORITY_NORM_RATIO_LIMIT, LOG_MEAN_CE, COLLAPSE_LAMBDA)

@@ -1,6 +1,7 @@
-"""Figures of the SELI chapter: norm bars, closed forms against ``R``, the SELI explorer.
+r"""Figures of the SELI chapter: norm bars, closed forms against ``R``, the SELI explorer.
 
-Letters: ``C`` classes, ``R`` the STEP imbalance ratio, ``k_min`` minority classes.
+Letters: ``C`` classes, ``R`` the STEP imbalance ratio, ``C_min`` minority classes; figure labels
+follow the book's notation (class means :math:`\mu_c`, roman subscripts).
 """
 
 from __future__ import annotations
@@ -27,6 +28,18 @@ def step_counts(ratio: float, minority_fraction: float, num_classes: int, n_min:
 
     At least one class of each kind is kept. Raises ``ValueError`` for ``ratio < 1``,
     ``minority_fraction`` outside ``(0, 1)`` or ``num_classes < 2``.
+
+    Returns
+    -------
+    ndarray of shape (C,), int64
+        Majorities first.
+
+    Examples
+    --------
+    >>> step_counts(10, 0.5, 4, n_min=5).tolist()
+    [50, 50, 5, 5]
+    >>> step_counts(10, 0.05, 4).tolist()   # at least one minority class
+    [10, 10, 10, 1]
     """
     ratio = check_positive("ratio", ratio)
     if ratio < 1:
@@ -49,13 +62,26 @@ def seli_norm_bars(classifiers, means, ax=None, *, counts=None, title: str | Non
     ax : Axes, optional
     counts : array-like of shape (C,), optional
         Shown as tick labels ``c (n_c)``.
+    title : str, optional
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    >>> g = seli_geometry([50, 50, 5, 5])
+    >>> ax = seli_norm_bars(g.classifiers, g.means, counts=g.counts)
+    >>> [round(float(b.get_height()), 3) for b in ax.patches][:4]   # classifier norms / largest
+    [1.0, 1.0, 0.708, 0.708]
+    >>> plt.close(ax.figure)
     """
     w = np.linalg.norm(np.asarray(classifiers, dtype=float), axis=1)
     h = np.linalg.norm(np.asarray(means, dtype=float), axis=1)
     ax = new_axes(ax)
     x = np.arange(w.size)
     ax.bar(x - 0.2, w / w.max(), width=0.4, label=r"$\|w_c\|$")
-    ax.bar(x + 0.2, h / h.max(), width=0.4, label=r"$\|h_c\|$")
+    ax.bar(x + 0.2, h / h.max(), width=0.4, label=r"$\|\mu_c\|$")
     ax.set_xticks(x)
     if counts is not None:
         ax.set_xticklabels([f"{i}\n({int(n)})" for i, n in enumerate(counts)], fontsize=9)
@@ -71,7 +97,32 @@ def seli_norm_bars(classifiers, means, ax=None, *, counts=None, title: str | Non
 def curves(x, ys: Mapping[str, Sequence[float]], ax=None, *, logx: bool = False, logy: bool = False,
            hlines: Mapping[str, float] | None = None, xlabel: str | None = None, ylabel: str | None = None,
            title: str | None = None, styles: Mapping[str, str] | None = None):
-    """Several labelled curves over a shared ``x``, with optional dashed horizontal asymptotes."""
+    """Several labelled curves over a shared ``x``, with optional dashed horizontal asymptotes.
+
+    Parameters
+    ----------
+    x : array-like of shape (m,)
+    ys : mapping of str to array-like of shape (m,)
+        One curve per label; NaN entries leave gaps.
+    ax : Axes, optional
+    logx, logy : bool
+    hlines : mapping of str to float, optional
+        A dashed horizontal line in the colour of the curve with that label.
+    xlabel, ylabel, title : str, optional
+    styles : mapping of str to str, optional
+        Matplotlib line styles by label (default ``"-"``).
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    >>> ax = curves([1, 10, 100], {"a": [1, 2, 3]}, logx=True, hlines={"a": 3.0})
+    >>> len(ax.lines), ax.get_xscale()
+    (2, 'log')
+    >>> plt.close(ax.figure)
+    """
     ax = new_axes(ax)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (label, y) in enumerate(ys.items()):
@@ -97,13 +148,32 @@ def seli_closed_form_figure(ratios, class_numbers: Sequence[int] = (4, 10, 20), 
 
     Three panels: classifier norm ratio ``||w_min|| / ||w_maj||`` (dashed: its limit),
     cosine between two minority classifiers (dashed: 1), and the embedding norm ratio
-    divided by ``R^{1/4}`` (dashed: the limiting constant). Returns the Figure.
+    divided by ``R^{1/4}`` (dashed: the limiting constant).
+
+    Parameters
+    ----------
+    ratios : array-like of float, all ``>= 1``
+    class_numbers : sequence of int
+        Values of ``C``, each ``>= 2``.
+    minority_fraction : float
+        In ``(0, 1)``; ``C_min`` is rounded as in :func:`step_counts`.
+
+    Returns
+    -------
+    Figure
+
+    Examples
+    --------
+    >>> fig = seli_closed_form_figure([1.0, 10.0, 100.0], class_numbers=(4,))
+    >>> len(fig.axes)
+    3
+    >>> plt.close(fig)
     """
     ratios = np.asarray(ratios, dtype=float)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained")
-    panels = [("w_norm_ratio", r"$\|w_{min}\| / \|w_{maj}\|$", "w_norm_ratio"),
-              ("w_cos_min_min", r"$\cos(w_{min}, w_{min}')$", "w_cos_min_min"),
-              ("h_norm_ratio", r"$\|h_{min}\| / \|h_{maj}\|$ $/ R^{1/4}$", "h_norm_ratio_rate")]
+    panels = [("w_norm_ratio", r"$\|w_{\mathrm{min}}\| / \|w_{\mathrm{maj}}\|$", "w_norm_ratio"),
+              ("w_cos_min_min", r"$\cos(w_{\mathrm{min}}, w'_{\mathrm{min}})$", "w_cos_min_min"),
+              ("h_norm_ratio", r"$\|\mu_{\mathrm{min}}\| / \|\mu_{\mathrm{maj}}\|$ $/ R^{1/4}$", "h_norm_ratio_rate")]
     for ax, (key, ylabel, limit_key) in zip(axes, panels):
         ys, lines = {}, {}
         for c in class_numbers:
@@ -137,6 +207,18 @@ def seli_explorer(ratio: float = 10.0, minority_fraction: float = 0.5, num_class
     Returns
     -------
     matplotlib Figure
+
+    Raises
+    ------
+    ValueError
+        For values that :func:`step_counts` rejects.
+
+    Examples
+    --------
+    >>> fig = seli_explorer(10.0, 0.5, 4)
+    >>> len(fig.axes) >= 4
+    True
+    >>> plt.close(fig)
     """
     counts = step_counts(ratio, minority_fraction, num_classes, n_min=1)
     geo = seli_geometry(counts)
