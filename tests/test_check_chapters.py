@@ -24,7 +24,6 @@ NOT_YET = {
     "seli": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order, progress",
     "contrastive_imbalance": "phase 2: frame, recap, exercise kinds, notation (temperature tau), flagged statements",
     "weighted_contrastive": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
-    "inverse_reweighting": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
     "mr2_margins": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
 }
 
