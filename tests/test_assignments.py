@@ -316,7 +316,7 @@ def test_a_public_check_holds_no_expected_value_where_the_student_can_read_it():
     """A student function that reads every frame above it finds inputs, never an expected value."""
     import inspect
 
-    for name in ("nc2", "etf_cost_ratio", "multiset_risk", "log_mean_ce", "inverse_weights"):
+    for name in ("nc2", "etf_cost_ratio", "multiset_risk", "log_mean_ce", "official_coefficients"):
         spec = EXERCISES[name]
         seen = []
 

@@ -31,10 +31,10 @@ from ._margins import check_representation_margin_loss
 from ._primer import check_class_means
 from ._primer import check_nc2
 from ._reweighting import check_balanced_batch_loss
-from ._reweighting import check_effective_number_weights
-from ._reweighting import check_inverse_weights
-from ._reweighting import check_loss_imbalance
+from ._reweighting import check_cb_weight_ratio
+from ._reweighting import check_ema_inverse_weights
 from ._reweighting import check_macro_factors
+from ._reweighting import check_official_coefficients
 from ._seli import check_collapse_lambda
 from ._seli import check_etf_cost_ratio
 from ._seli import check_log_mean_ce
@@ -59,10 +59,10 @@ __all__ = [
     "check_class_means",
     "check_nc2",
     "check_balanced_batch_loss",
-    "check_effective_number_weights",
-    "check_inverse_weights",
-    "check_loss_imbalance",
+    "check_cb_weight_ratio",
+    "check_ema_inverse_weights",
     "check_macro_factors",
+    "check_official_coefficients",
     "check_collapse_lambda",
     "check_etf_cost_ratio",
     "check_log_mean_ce",

@@ -13,6 +13,7 @@ from ._intro import course_map
 from ._dgp import procrustes_scatter
 from ._reweighting import class_loss_curves
 from ._reweighting import grouped_bars
+from ._reweighting import loss_imbalance_curves
 from ._reweighting import weight_paths
 from ._margins import group_accuracy_bars
 from ._margins import margin_rule_plot
@@ -38,6 +39,7 @@ __all__ = [
     "procrustes_scatter",
     "class_loss_curves",
     "grouped_bars",
+    "loss_imbalance_curves",
     "weight_paths",
     "group_accuracy_bars",
     "margin_rule_plot",

@@ -1,6 +1,8 @@
-"""Figures of the inverse-reweighting chapter: per-class loss curves, weight paths, grouped accuracy bars.
+"""Figures of the inverse-reweighting chapter: per-class loss curves, loss-imbalance curves, weight paths,
+grouped accuracy bars.
 
-Letters: ``C`` classes, ``T`` epochs (or batches), ``A`` values of ``alpha``, ``M`` methods.
+Letters: ``C`` classes, ``T`` epochs (or batches), ``A`` values of ``alpha``, ``M`` methods; ``u_c`` a class
+weight (the chapter's letter; the paper writes ``w_c``). Every legend sits outside the data area.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..metrics import loss_imbalance
 from ._core import HATCHES, LEGEND_FONTSIZE, PALETTE, legend_outside, method_colors, new_axes
 
-__all__ = ["class_loss_curves", "grouped_bars", "weight_paths"]
+__all__ = ["class_loss_curves", "grouped_bars", "loss_imbalance_curves", "weight_paths"]
 
 
 def _class_colors(c: int):
@@ -20,7 +23,8 @@ def _class_colors(c: int):
 
 
 def class_loss_curves(class_losses, ax=None, *, x=None, counts: Sequence[int] | None = None, logy: bool = True,
-                      title: str | None = None, xlabel: str = "epoch", ylabel: str = "mean train CE"):
+                      title: str | None = None, xlabel: str = "epoch", ylabel: str = "mean train CE",
+                      legend: bool = True):
     """One curve per class of a ``(T, C)`` array of per-class losses, coloured head (dark) to tail (light).
 
     Parameters
@@ -31,6 +35,13 @@ def class_loss_curves(class_losses, ax=None, *, x=None, counts: Sequence[int] | 
         Abscissae (``0..T-1`` by default).
     counts : sequence of int, optional
         Training counts, shown in the legend.
+    legend : bool, default True
+        Draw the legend (to the right of the axes); pass False on all but one panel of a row.
+
+    Raises
+    ------
+    ValueError
+        If ``class_losses`` is not 2-D.
     """
     y = np.asarray(class_losses, dtype=float)
     if y.ndim != 2:
@@ -44,14 +55,53 @@ def class_loss_curves(class_losses, ax=None, *, x=None, counts: Sequence[int] | 
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=LEGEND_FONTSIZE, ncol=2, title="class", title_fontsize=LEGEND_FONTSIZE)
+    if legend:
+        legend_outside(ax, title="class", title_fontsize=LEGEND_FONTSIZE)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def loss_imbalance_curves(curves: Mapping[str, Sequence], ax=None, *, switch: float | None = None,
+                          title: str | None = None, xlabel: str = "epoch"):
+    r"""The loss imbalance :math:`\rho = \operatorname{std}_c L_c / \operatorname{mean}_c L_c` of each method against time.
+
+    Parameters
+    ----------
+    curves : mapping method -> array-like of shape (T, C)
+        Per-class (training) losses per epoch, as :func:`class_loss_curves` takes them.
+    ax : Axes, optional
+    switch : float, optional
+        Epoch drawn as a dotted vertical line (e.g. where reweighting starts).
+
+    Returns
+    -------
+    Axes, with a log y axis and the legend to the right of the data area.
+
+    Raises
+    ------
+    ValueError
+        If a curve is not of shape (T, C).
+    """
+    ax = new_axes(ax, figsize=(6.5, 3.2))
+    for name, color in zip(curves, method_colors(len(curves))):
+        y = np.asarray(curves[name], dtype=float)
+        if y.ndim != 2:
+            raise ValueError(f"curves[{name!r}] must have shape (T, C); got {y.shape}.")
+        ax.plot(np.arange(y.shape[0]), loss_imbalance(y).numpy(), color=color, label=name, lw=1.4)
+    if switch is not None:
+        ax.axvline(switch, color="k", ls=":", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(r"loss imbalance $\rho$ (train)")
+    legend_outside(ax)
     if title:
         ax.set_title(title)
     return ax
 
 
 def weight_paths(alphas, weights, ax=None, *, prior=None, title: str | None = None):
-    """Closed-form weights ``w_c*(alpha)`` against ``alpha`` (log axis), one line per class.
+    """Closed-form weights ``u*_c(alpha)`` against ``alpha`` (log axis), one line per class.
 
     Parameters
     ----------
@@ -70,8 +120,8 @@ def weight_paths(alphas, weights, ax=None, *, prior=None, title: str | None = No
             ax.axhline(float(np.asarray(prior)[c]), color=color, ls=":", lw=0.8)
     ax.set_xscale("log")
     ax.set_xlabel(r"$\alpha$")
-    ax.set_ylabel(r"$w_c^*$")
-    ax.legend(fontsize=LEGEND_FONTSIZE)
+    ax.set_ylabel(r"$u_c^\star$")
+    legend_outside(ax)
     if title:
         ax.set_title(title)
     return ax
