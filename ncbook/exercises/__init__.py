@@ -27,8 +27,11 @@ from ._dgp import check_w_info_nce
 from ._margins import check_margin_cross_entropy
 from ._margins import check_mr2_margins
 from ._margins import check_representation_margin_loss
-from ._primer import check_class_means
+from ._primer import check_nc1
+from ._primer import check_nc1_label_noise
 from ._primer import check_nc2
+from ._primer import check_nc2_shifted
+from ._primer import check_zero_threshold
 from ._reweighting import check_balanced_batch_loss
 from ._reweighting import check_effective_number_weights
 from ._reweighting import check_inverse_weights
@@ -54,8 +57,11 @@ __all__ = [
     "check_margin_cross_entropy",
     "check_mr2_margins",
     "check_representation_margin_loss",
-    "check_class_means",
+    "check_nc1",
+    "check_nc1_label_noise",
     "check_nc2",
+    "check_nc2_shifted",
+    "check_zero_threshold",
     "check_balanced_batch_loss",
     "check_effective_number_weights",
     "check_inverse_weights",
