@@ -1,9 +1,10 @@
 """Autograder checks for the primer chapter (neural collapse on balanced data).
 
 Letters: ``C`` classes, ``d`` feature dimension, ``n`` samples, ``n_c = n / C`` samples per class
-(balanced, ``per_class``), ``noise`` the fraction of relabelled samples (the chapter's ``r_flip``). The references of the derivation exercises are
-computed numerically from the exercise's construction (features, a classifier, a gradient), never
-from the closed form the student is asked to derive, so a check compares two independent routes.
+(balanced, ``per_class``), ``noise`` the fraction of relabelled samples (the chapter's ``r_flip``).
+The references of the derivation exercises are computed numerically from the exercise's
+construction (features, a classifier, a gradient), never from the closed form the student is asked
+to derive, so a check compares two independent routes.
 """
 
 from __future__ import annotations
