@@ -47,7 +47,7 @@ CI_BUDGET_S = 300  # one chapter's folder of 12 notebooks, 2 at a time on 2 core
 
 # chapter -> (question with a planted mistake, text in the solutions, the mistake)
 PLANTED = {
-    "nc_primer": ("ex-primer-1", "/ np.sqrt(c - 1))", ")"),                       # NC2 without 1/sqrt(C-1)
+    "nc_primer": ("ex-primer-1", "centred = mu - mu.mean(0)", "centred = mu - h.mean(0)"),  # mu_G: sample mean
     "seli": ("ex-seli-1", "return (c - 1) * np.sqrt(n / c) / seli_cost", "return (c - 1) * np.sqrt(n) / seli_cost"),  # n, not n / C
     "contrastive_imbalance": ("ex-contrastive-2", "eps = math.exp(-2 / t)", "eps = math.exp(-2)"),  # no temperature
 }
@@ -55,18 +55,35 @@ PLANTED = {
 # correct solutions written differently from the chapter's (loops, other decompositions, other formulas)
 ALTERNATIVE = {
     "nc_primer": {
-        "my_nc2": '''def my_nc2(x):
-    x = np.asarray(x, dtype=float)
-    c = x.shape[0]
-    g = np.einsum("id,jd->ij", x, x)
-    target = (c * np.eye(c) - 1) / (c * np.sqrt(c - 1))
-    return float(np.sqrt(((g / np.sqrt((g ** 2).sum()) - target) ** 2).sum()))''',
-        "my_class_means": '''def my_class_means(features, labels, num_classes):
+        "my_nc1": '''def my_nc1(features, labels, num_classes):
     f, y = np.asarray(features, dtype=float), np.asarray(labels)
     sums, counts = np.zeros((num_classes, f.shape[1])), np.zeros(num_classes)
     np.add.at(sums, y, f)
     np.add.at(counts, y, 1)
-    return sums / counts[:, None]'''},
+    mu = sums / counts[:, None]
+    centred = mu - mu.sum(0) / num_classes
+    vals, vecs = np.linalg.eigh(centred.T @ centred / num_classes)
+    order = np.argsort(vals)[::-1][:num_classes - 1]
+    order = [k for k in order if vals[k] > 1e-10 * vals.max()]
+    total = 0.0
+    for k in order:
+        proj = (f - mu[y]) @ vecs[:, k]
+        total += (proj @ proj) / len(f) / vals[k]
+    return total / num_classes''',
+        "nc2_shifted": '''def nc2_shifted(num_classes, shift):
+    c = num_classes
+    rows = np.hstack([np.eye(c) - 1.0 / c, np.zeros((c, 1))])
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rows[:, -1] = shift                      # the common vector along a new axis, orthogonal to the frame
+    g = rows @ rows.T
+    p = np.eye(c) - 1.0 / c
+    return float(np.linalg.norm(g / np.linalg.norm(g) - p / np.linalg.norm(p)))''',
+        "zero_threshold": '''def zero_threshold(num_classes, per_class):
+    y = np.repeat(np.eye(num_classes), per_class, axis=0)
+    return float(np.linalg.svd((y - 1.0 / num_classes) / len(y), compute_uv=False)[0])''',
+        "nc1_label_noise": '''def nc1_label_noise(num_classes, noise):
+    t = noise * num_classes / (num_classes - 1)
+    return (num_classes - 1) / num_classes * (1 / (1 - t) ** 2 - 1)'''},
     "seli": {
         "etf_cost_ratio": '''import math
 

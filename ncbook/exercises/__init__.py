@@ -28,8 +28,11 @@ from ._margins import check_bound_ratio
 from ._margins import check_expected_batch_statistics
 from ._margins import check_relative_spread_margins
 from ._margins import check_representation_margin_loss
-from ._primer import check_class_means
+from ._primer import check_nc1
+from ._primer import check_nc1_label_noise
 from ._primer import check_nc2
+from ._primer import check_nc2_shifted
+from ._primer import check_zero_threshold
 from ._reweighting import check_balanced_batch_loss
 from ._reweighting import check_cb_weight_ratio
 from ._reweighting import check_ema_inverse_weights
@@ -56,8 +59,11 @@ __all__ = [
     "check_expected_batch_statistics",
     "check_relative_spread_margins",
     "check_representation_margin_loss",
-    "check_class_means",
+    "check_nc1",
+    "check_nc1_label_noise",
     "check_nc2",
+    "check_nc2_shifted",
+    "check_zero_threshold",
     "check_balanced_batch_loss",
     "check_cb_weight_ratio",
     "check_ema_inverse_weights",

@@ -11,6 +11,7 @@ from ._core import per_class_bars
 from ._dgp import lambda_min_curve
 from ._intro import course_map
 from ._dgp import procrustes_scatter
+from ._primer import nc_curves
 from ._reweighting import class_loss_curves
 from ._reweighting import grouped_bars
 from ._reweighting import loss_imbalance_curves
@@ -34,6 +35,7 @@ __all__ = [
     "gram_panels",
     "lambda_min_curve",
     "metric_curves",
+    "nc_curves",
     "new_axes",
     "per_class_bars",
     "procrustes_scatter",
