@@ -461,7 +461,9 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
     Raises
     ------
     ValueError
-        For a data set without a gpu subset.
+        For a data set without a gpu subset, or empty or negative ``labels``.
+    TypeError
+        For ``labels`` that are not integers, or flags that are not booleans.
 
     Examples
     --------
@@ -470,8 +472,11 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
     (14015, 5000)
     """
     check_in("name", name, tuple(GPU_SUBSETS))
+    train, balanced = check_bool("train", train), check_bool("balanced", balanced)
     spec = GPU_SUBSETS[name]
     y = check_labels(labels).cpu().numpy()
+    if y.size == 0:
+        raise ValueError("labels must hold the labels of a split (at least one); got an empty array.")
     c = int(y.max()) + 1
     sizes = np.bincount(y, minlength=c)
     if not train:
