@@ -78,8 +78,9 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
         ``R = n_max / n_min >= 1``.
     kind : {"exp", "step"}
     minority_fraction : float
-        Share of minority classes for ``"step"``, in ``(0, 1)``. Papers differ on whether
-        their ``rho`` is this share or the majority share: this name is unambiguous.
+        Share of minority classes for ``"step"``, in ``(0, 1)``: ``C_min / C`` in the book's notation.
+        Papers differ on whether their ``rho`` is this share or the majority share: this name is
+        unambiguous.
 
     Returns
     -------

@@ -439,6 +439,23 @@ def _plan(chapter: str) -> ChapterPlan:
 def planned_work(chapter: str, profile_name: str) -> list:
     """The network work of a chapter at a profile (paper scale): ``[(cell, training images, evaluation images)]``.
 
+    Parameters
+    ----------
+    chapter : str
+        A chapter's file stem, one of :data:`PLANS`.
+    profile_name : {"gpu", "full"}
+        The quick profile is measured, not planned.
+
+    Returns
+    -------
+    list of (str, int, int)
+        Per long cell: its name, the images it trains on and the images it evaluates, summed over its runs.
+
+    Raises
+    ------
+    ValueError
+        For an unknown chapter or profile.
+
     Examples
     --------
     >>> [(name, f"{t / 1e6:.2f} M") for name, t, _ in planned_work("seli", "gpu")]
@@ -456,6 +473,24 @@ def planned_seconds(chapter: str, profile_name: str, device: str = "T4") -> floa
     Training images at ``DEVICE_SPEEDS[device].train_images_per_s``, evaluation images at
     :data:`EVAL_SPEEDUP` times that. The chapter's other cells (closed forms, solvers, the UFM) run on
     the CPU, under a minute each, and are not counted.
+
+    Parameters
+    ----------
+    chapter : str
+        One of :data:`PLANS`.
+    profile_name : {"gpu", "full"}
+    device : str
+        A GPU of :data:`DEVICE_SPEEDS` by name (``"T4"``, ``"A100"``, ``"H100"``), not a torch device.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Raises
+    ------
+    ValueError
+        For an unknown chapter, profile or device.
 
     Examples
     --------
@@ -476,6 +511,20 @@ def _minutes(seconds: float) -> str:
 
 def run_times(chapter: str) -> str:
     """One line with a chapter's run time at each profile: quick measured, gpu and full planned.
+
+    Parameters
+    ----------
+    chapter : str
+        One of :data:`PLANS`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        For an unknown chapter.
 
     Examples
     --------

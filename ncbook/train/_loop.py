@@ -328,9 +328,9 @@ def _global_batch_loss(loss_fn, logits, labels, feats):
     """The loss of the global batch, computed identically on every rank, with a gradient that
     ``DistributedDataParallel``'s average over ranks turns into the global batch's gradient.
 
-    Each rank holds the gradient of the global loss ``G`` with respect to its own rows only; the
-    sum over ranks of these is the full gradient. DDP averages, so the value returned is ``G`` and
-    its gradient is ``W`` times that of ``G`` (``W`` the world size).
+    Each rank holds the gradient of the global loss ``L`` with respect to its own rows only; the
+    sum over ranks of these is the full gradient. DDP averages, so the value returned is ``L`` and
+    its gradient is ``world_size`` times that of ``L``.
     """
     ws = world_size()
     loss = call_loss(loss_fn, _gather_batch(logits), labels, _gather_batch(feats))
@@ -425,7 +425,7 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
 
     Notes
     -----
-    Under ``torchrun`` with ``W`` processes each rank forwards its ``batch_size / W`` slice of every
+    Under ``torchrun`` with ``world_size`` processes each rank forwards its ``batch_size / world_size`` slice of every
     global batch (the permutation and the augmentation are drawn identically on every rank) through
     ``DistributedDataParallel``. The logits and features of the whole global batch are then gathered
     on every rank and the loss is computed once on them, identically everywhere, so every loss of
