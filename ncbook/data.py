@@ -544,7 +544,7 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
                          f"images), not the whole set: pass subset='gpu' (NCBOOK_PROFILE=gpu) or give the full files.")
     if subset is not None and "train_subset" in held and held.get("subset") != "gpu":
         raise ValueError(f"{folder} is a pack of {held['train_subset']!r}, not of the gpu subset that subset={subset!r} "
-                         f"asks for: pack it with tools/pack_data.py --subset gpu.")
+                         f"asks for: pack it with tools/pack_data.py (its default, --train gpu).")
     if subset is not None:
         if held.get("subset") == "gpu":  # a gpu pack holds the selection already; the balanced part is its head
             keep = gpu_subset_indices(y, name, balanced=True) if (train and subset == "gpu-balanced") else None

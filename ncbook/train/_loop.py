@@ -406,8 +406,8 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
         Mixed precision: bf16 autocast of the training forward pass (so its matrix products, and
         those of their backward pass, run in bf16) where the device multiplies bf16 matrices in
         hardware (:func:`ncbook.native_bf16`: CUDA from compute capability 8.0, CPUs with
-        AVX512-BF16 or AMX; on such a CPU a run of the chapters' digits MLPs is 1.8-2.6 times
-        faster); float32 elsewhere, without a message. Weights, their gradients, optimiser state,
+        AVX512-BF16 or AMX; for the chapters' small digits MLPs the gain on such a CPU is small:
+        ``benchmarks/bench_parallel_runs.py`` times both precisions); float32 elsewhere, without a message. Weights, their gradients, optimiser state,
         the loss and every evaluation stay in the model's dtype.
     progress : bool, optional
         A ``tqdm.auto`` bar over epochs; defaults to :func:`ncbook.profiles.show_progress`
