@@ -5,6 +5,13 @@ Subpackages follow the course: :mod:`ncbook.geometry` (simplex ETF, SELI),
 :mod:`ncbook.reweighting`, :mod:`ncbook.margins`, :mod:`ncbook.contrastive`,
 :mod:`ncbook.dgp`, :mod:`ncbook.data`, :mod:`ncbook.models`, :mod:`ncbook.ufm`,
 :mod:`ncbook.train`, :mod:`ncbook.plotting` and :mod:`ncbook.exercises`.
+
+Docstrings and messages use the book's notation (its Notation page): one letter per concept, e.g.
+``tau`` the temperature (keyword ``temperature`` everywhere), ``pi_c`` the class probabilities,
+``u_c`` the weight of class ``c`` in a weighted loss, ``sigma_c^2`` the spread of class ``c``, shapes in
+PyTorch's orientation (features ``(n, d)``, classifier ``(C, d)``). Where a public keyword keeps a
+paper's letter (``lambda_1``, ``c_bar``, ``sbar``, the macro exponent ``gamma``, the class-balanced
+``beta``), its docstring names the book's symbol (``pi_1``, ``gamma_bar``, ``sigma_bar^2``, ``kappa``, ``zeta``).
 """
 
 from .profiles import checkpoint_dir

@@ -21,9 +21,11 @@ __all__ = [
     "check_path",
     "check_class_vector",
     "check_counts",
+    "check_device",
     "check_features",
     "check_finite",
     "check_in",
+    "check_instance",
     "check_int",
     "check_labels",
     "check_logits",
@@ -36,6 +38,7 @@ __all__ = [
     "check_same_length",
     "check_square",
     "check_symmetric",
+    "check_text",
     "reduce",
     "safe_eps",
 ]
@@ -167,6 +170,80 @@ def check_path(name: str, value: Any, *, allow_none: bool = False) -> Any:
     if not str(value):
         raise ValueError(f"{name} must not be an empty path.")
     return value
+
+
+def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
+    """Return ``value`` if it is a non-empty string (a name or a label); else raise ``TypeError``/``ValueError``.
+
+    Examples
+    --------
+    >>> check_text("chapter", "seli")
+    'seli'
+    >>> check_text("chapter", 3)
+    Traceback (most recent call last):
+    ...
+    TypeError: chapter must be a string; got int 3.
+    """
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string{' or None' if allow_none else ''}; got {type(value).__name__} {value!r}.")
+    if not value:
+        raise ValueError(f"{name} must not be an empty string.")
+    return value
+
+
+def check_instance(name: str, value: Any, cls: type, *, allow_none: bool = False, what: str = "") -> Any:
+    """Return ``value`` if it is an instance of ``cls`` (or None with ``allow_none``); else raise ``TypeError``.
+
+    ``what`` says where such an object comes from, e.g. ``"as measure_fit returns"``.
+
+    Examples
+    --------
+    >>> check_instance("seconds", 2.5, float)
+    2.5
+    >>> check_instance("seconds", "2.5", float)
+    Traceback (most recent call last):
+    ...
+    TypeError: seconds must be a float; got str '2.5'.
+    """
+    if (value is None and allow_none) or isinstance(value, cls):
+        return value
+    gloss = f" ({what})" if what else ""
+    raise TypeError(f"{name} must be a {cls.__name__}{gloss}{' or None' if allow_none else ''}; "
+                    f"got {type(value).__name__} {_short(value) if not isinstance(value, str) else repr(value)}.")
+
+
+def check_device(name: str, value: Any, *, allow_none: bool = False) -> torch.device | None:
+    """Return ``value`` as a ``torch.device`` (a device, a string such as ``"cuda:0"`` or an index).
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a device, a string or an integer.
+    ValueError
+        If the string names no device type torch knows.
+
+    Examples
+    --------
+    >>> check_device("device", "cpu")
+    device(type='cpu')
+    >>> check_device("device", "warp-drive")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: device must name a device such as 'cpu', 'cuda' or 'cuda:0'; got 'warp-drive' ...
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, torch.device):
+        return value
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or an index"
+                        f"{' or None' if allow_none else ''}; got {type(value).__name__} {value!r}.")
+    try:
+        return torch.device(value)
+    except RuntimeError as err:
+        raise ValueError(f"{name} must name a device such as 'cpu', 'cuda' or 'cuda:0'; got {value!r} ({err}).") from None
 
 
 def safe_eps(dtype: torch.dtype) -> float:

@@ -78,8 +78,9 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
         ``R = n_max / n_min >= 1``.
     kind : {"exp", "step"}
     minority_fraction : float
-        Share of minority classes for ``"step"``, in ``(0, 1)``. Papers differ on whether
-        their ``rho`` is this share or the majority share: this name is unambiguous.
+        Share of minority classes for ``"step"``, in ``(0, 1)``: ``C_min / C`` in the book's notation.
+        Papers differ on whether their ``rho`` is this share or the majority share: this name is
+        unambiguous.
 
     Returns
     -------
@@ -461,7 +462,9 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
     Raises
     ------
     ValueError
-        For a data set without a gpu subset.
+        For a data set without a gpu subset, or empty or negative ``labels``.
+    TypeError
+        For ``labels`` that are not integers, or flags that are not booleans.
 
     Examples
     --------
@@ -470,8 +473,11 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
     (14015, 5000)
     """
     check_in("name", name, tuple(GPU_SUBSETS))
+    train, balanced = check_bool("train", train), check_bool("balanced", balanced)
     spec = GPU_SUBSETS[name]
     y = check_labels(labels).cpu().numpy()
+    if y.size == 0:
+        raise ValueError("labels must hold the labels of a split (at least one); got an empty array.")
     c = int(y.max()) + 1
     sizes = np.bincount(y, minlength=c)
     if not train:
@@ -538,7 +544,7 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
                          f"images), not the whole set: pass subset='gpu' (NCBOOK_PROFILE=gpu) or give the full files.")
     if subset is not None and "train_subset" in held and held.get("subset") != "gpu":
         raise ValueError(f"{folder} is a pack of {held['train_subset']!r}, not of the gpu subset that subset={subset!r} "
-                         f"asks for: pack it with tools/pack_data.py --subset gpu.")
+                         f"asks for: pack it with tools/pack_data.py (its default, --train gpu).")
     if subset is not None:
         if held.get("subset") == "gpu":  # a gpu pack holds the selection already; the balanced part is its head
             keep = gpu_subset_indices(y, name, balanced=True) if (train and subset == "gpu-balanced") else None

@@ -1,21 +1,23 @@
 r"""Weighted contrastive objectives as distance geometry problems (DGP).
 
-Letters: ``N`` points, ``d`` (``dim``) embedding dimension. ``W`` is the ``(N, N)``
-symmetric, non-negative prior weight matrix; its diagonal is ignored.
+Letters (the book's notation; the paper writes ``N``, ``W = (w_ij)``, ``z_i``, ``c``): ``n`` points, ``d``
+(``dim``) embedding dimension, ``tau`` the temperature (keyword ``temperature``). ``Omega = (omega_ij)``
+(keyword ``weights``) is the ``(n, n)`` symmetric, non-negative prior weight matrix; its diagonal is ignored.
+``h_i`` are the embeddings, ``eig_min`` a smallest eigenvalue, ``1-perp`` the vectors orthogonal to ``1``.
 
-The w-InfoNCE loss reaches its entropic bound iff ``S_ij = log w_ij + c``. The latent
+The w-InfoNCE loss reaches its entropic bound iff ``s_ij = log omega_ij + a``. The latent
 similarity turns this into a geometry question:
 
-* Euclidean latent, ``S_ij = -||z_i - z_j||^2 / tau``: the squared distances must be
-  ``D_ij(delta) = -tau log w_ij + delta`` (``delta = -tau c`` free). With
-  ``J = I - 11^T / N``, ``B(delta) = -J D(delta) J / 2 = B_0 + (delta / 2) J`` must be
-  positive semidefinite (Schoenberg), so the objective is realisable iff
-  ``delta >= -2 lambda_min(B_0 on 1-perp)``; the minimal rank is
-  ``(N - 1) - mult(lambda_min)``, reached only at the smallest shift.
-* Cosine latent, ``S_ij = cos(z_i, z_j) / tau``: the Gram matrix of the unit embeddings
-  must be ``K(beta) = tau log W + beta (11^T - I) + I`` (off-diagonal ``tau log w_ij + beta``,
-  unit diagonal) for some ``beta``: a spherical EDM problem. ``lambda_min(K(beta))`` is
-  concave in ``beta``, so the realisable shifts form an interval.
+* Euclidean latent, ``s_ij = -||h_i - h_j||^2 / tau``: the squared distances must be
+  ``Delta_ij(delta) = -tau log omega_ij + delta`` (``delta = -tau a`` free). With
+  ``P_n = I_n - 11^T / n``, ``G_Delta(delta) = -P_n Delta(delta) P_n / 2 = G_Delta(0) + (delta / 2) P_n`` must
+  be positive semidefinite (Schoenberg), so the objective is realisable iff
+  ``delta >= -2 eig_min(G_Delta(0) on 1-perp)``; the minimal rank is
+  ``(n - 1) - mult(eig_min)``, reached only at the smallest shift.
+* Cosine latent, ``s_ij = cos(h_i, h_j) / tau``: the Gram matrix of the unit embeddings
+  must be ``K(delta) = tau log Omega + delta (11^T - I) + I`` (off-diagonal ``tau log omega_ij + delta``,
+  unit diagonal) for some ``delta``: a spherical EDM problem. ``eig_min(K(delta))`` is
+  concave in ``delta``, so the realisable shifts form an interval.
 
 Each solver returns a :class:`DGPResult` with ``status``:
 
@@ -24,7 +26,7 @@ Each solver returns a :class:`DGPResult` with ``status``:
 ``"degenerate"``
     the bound is only an infimum (zero weights under the Euclidean latent: some points must
     drift infinitely far apart), or a whole family of optima reaches it (several shifts
-    realisable in ``dim``, e.g. Euclidean with ``dim`` None or ``dim >= N - 1``);
+    realisable in ``dim``, e.g. Euclidean with ``dim`` None or ``dim >= n - 1``);
 ``"inconsistent"``
     no embedding in ``dim`` dimensions reaches (or approaches) the bound: the target is not
     PSD at any shift, its minimal rank exceeds ``dim``, or (cosine latent) a zero weight asks
@@ -71,19 +73,20 @@ class DGPResult:
         Minimal rank of a realising configuration (its affine dimension for the Euclidean
         latent, the rank of the unit Gram matrix for the cosine latent); ``None`` when no
         shift makes the target PSD.
-    embedding : ndarray of shape (N, dim) or None
+    embedding : ndarray of shape (n, dim) or None
         A realising configuration (the minimal-rank one) when the bound is reached
         (``"feasible"``, or ``"degenerate"`` with a family of optima); ``None`` otherwise.
         Unit rows for the cosine latent, centred rows for the Euclidean latent.
     shift : float or None
-        The shift of the minimal-rank optimum: ``delta`` (Euclidean) or ``beta`` (cosine).
+        The shift ``delta`` of the minimal-rank optimum (of ``Delta(delta)`` or ``K(delta)``).
     shift_interval : tuple of float or None
         All shifts that make the target PSD (``(delta_min, inf)`` for the Euclidean latent).
-    gram : ndarray of shape (N, N) or None
-        The target Gram matrix at ``shift`` (``B`` or ``K``).
+    gram : ndarray of shape (n, n) or None
+        The target Gram matrix at ``shift`` (``G_Delta(delta)`` or ``K(delta)``).
     lambda_min : float
-        Euclidean: smallest eigenvalue of ``B_0`` on the complement of ``1``; cosine: the
-        largest ``lambda_min(K(beta))`` over ``beta`` (negative means never PSD).
+        ``eig_min`` (the field keeps the paper's name): Euclidean, the smallest eigenvalue of
+        ``G_Delta(0)`` on the complement of ``1``; cosine, the largest ``eig_min(K(delta))`` over
+        ``delta`` (negative means never PSD).
     reason : str
         One sentence explaining the status.
     seconds : float
@@ -144,7 +147,7 @@ def _complement_basis(n: int) -> np.ndarray:
 
 
 def _euclidean_block(w: np.ndarray, tau: float, tol: float):
-    """lambda_min of B_0 on 1-perp, its multiplicity and B_0 for fully positive weights."""
+    """eig_min of G_Delta(0) on 1-perp, its multiplicity and G_Delta(0) for fully positive weights."""
     n = w.shape[0]
     if n == 1:
         return 0.0, 0, np.zeros((1, 1))
@@ -161,21 +164,21 @@ def _euclidean_block(w: np.ndarray, tau: float, tol: float):
 def euclidean_dgp(weights, temperature: float, dim: int | None = None, *, atol: float = 1e-9) -> DGPResult:
     r"""Is the entropic bound of w-InfoNCE with the Euclidean latent reachable in ``dim`` dimensions?
 
-    The target squared distances are ``D(delta) = -tau log W + delta`` off the diagonal;
-    ``B(delta) = B_0 + (delta/2) J`` must be PSD with rank ``<= dim``.
+    The target squared distances are ``Delta(delta) = -tau log Omega + delta`` off the diagonal;
+    ``G_Delta(delta) = G_Delta(0) + (delta/2) P_n`` must be PSD with rank ``<= dim``.
 
     Parameters
     ----------
-    weights : Tensor or ndarray of shape (N, N)
+    weights : Tensor or ndarray of shape (n, n)
         Symmetric, non-negative prior weights (diagonal ignored). Zero weights are allowed
         when they separate groups (the positive-weight pairs form complete blocks): the
         groups then drift apart and the bound is only an infimum.
     temperature : float
-        Temperature, ``> 0``.
+        The temperature ``tau > 0``.
     dim : int, optional
         Embedding dimension ``d >= 1``; ``None`` means unlimited.
     atol : float
-        Eigenvalue tolerance (scaled by the size of ``B_0``) for ranks and multiplicities.
+        Eigenvalue tolerance (scaled by the size of ``G_Delta(0)``) for ranks and multiplicities.
 
     Returns
     -------
@@ -184,7 +187,7 @@ def euclidean_dgp(weights, temperature: float, dim: int | None = None, *, atol: 
     Raises
     ------
     ValueError
-        If ``weights`` is not square, symmetric, finite and non-negative, ``tau <= 0``,
+        If ``weights`` is not square, symmetric, finite and non-negative, ``temperature <= 0``,
         ``dim < 1``, or zero weights do not form a block pattern.
 
     References
@@ -273,24 +276,24 @@ def _spherical_target(logw: np.ndarray, tau: float, beta: float) -> np.ndarray:
 def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) -> DGPResult:
     r"""Is the entropic bound of w-InfoNCE with the cosine latent reachable on the sphere in ``R^dim``?
 
-    The unit Gram matrix must equal ``K(beta) = tau log W + beta (11^T - I) + I`` for some
-    ``beta``. ``f(beta) = lambda_min(K(beta))`` is concave; the realisable shifts are the
-    interval where ``f >= 0``. Inside it ``K`` has full rank ``N``; only its end points
+    The unit Gram matrix must equal ``K(delta) = tau log Omega + delta (11^T - I) + I`` for some
+    ``delta``. ``f(delta) = eig_min(K(delta))`` is concave; the realisable shifts are the
+    interval where ``f >= 0``. Inside it ``K`` has full rank ``n``; only its end points
     can have a lower rank. The optimum is unique when exactly one realisable shift fits in
     ``dim`` dimensions.
 
     Parameters
     ----------
-    weights : Tensor or ndarray of shape (N, N)
+    weights : Tensor or ndarray of shape (n, n)
         Symmetric, non-negative prior weights (diagonal ignored). A zero weight makes the
-        objective inconsistent: the cosine is bounded, so ``S_ij = -inf`` is out of reach
+        objective inconsistent: the cosine is bounded, so ``s_ij = -inf`` is out of reach
         and the gap stays bounded away from zero (SupCon is the example).
     temperature : float
-        Temperature, ``> 0``.
+        The temperature ``tau > 0``.
     dim : int
         Embedding dimension ``d >= 1``.
     atol : float
-        Eigenvalue tolerance (scaled by ``N``) for PSD tests and ranks.
+        Eigenvalue tolerance (scaled by ``n``) for PSD tests and ranks.
 
     Returns
     -------
@@ -299,7 +302,7 @@ def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) 
     Raises
     ------
     ValueError
-        If ``weights`` is not square, symmetric, finite and non-negative, ``tau <= 0`` or ``dim < 1``.
+        If ``weights`` is not square, symmetric, finite and non-negative, ``temperature <= 0`` or ``dim < 1``.
 
     References
     ----------
@@ -309,7 +312,7 @@ def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) 
     --------
     >>> labels = np.repeat(np.arange(3), 2)
     >>> temperature = 0.5
-    >>> eps = np.exp(-3 / (2 * temperature))  # the regular-simplex epsilon for C = 3
+    >>> eps = np.exp(-3 / (2 * temperature))  # the regular-simplex epsilon^star for C = 3
     >>> w = np.where(labels[:, None] == labels[None, :], 1.0, eps)
     >>> res = spherical_dgp(w, temperature=temperature, dim=4)
     >>> res.status, res.rank, round(float(res.gram[0, 2]), 6)
@@ -345,7 +348,7 @@ def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) 
     if best < -tol:
         return DGPResult(
             "inconsistent", None, None, None, None, None, best,
-            f"K(beta) is never PSD (max over beta of lambda_min = {best:.3g}): no unit vectors have these cosines.",
+            f"K(delta) is never PSD (max over delta of eig_min = {best:.3g}): no unit vectors have these cosines.",
             time.perf_counter() - start,
         )
     ends = _interval_ends(f, lo, hi, best_beta, tol)
@@ -357,15 +360,15 @@ def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) 
     if not fits and not (interior and dim >= n):
         return DGPResult(
             "inconsistent", rank, None, None, interval, None, best,
-            f"the target is PSD for beta in [{ends[0]:.4g}, {ends[-1]:.4g}] but its minimal rank {rank} exceeds dim = {dim}.",
+            f"the target is PSD for delta in [{ends[0]:.4g}, {ends[-1]:.4g}] but its minimal rank {rank} exceeds dim = {dim}.",
             time.perf_counter() - start,
         )
     if (interior and dim >= n) or len(fits) > 1:
         status, reason = "degenerate", (
-            f"several shifts beta in [{ends[0]:.4g}, {ends[-1]:.4g}] are realisable in dim = {dim}: a family of optima."
+            f"several shifts delta in [{ends[0]:.4g}, {ends[-1]:.4g}] are realisable in dim = {dim}: a family of optima."
         )
     else:
-        status, reason = "feasible", f"a single shift beta = {fits[0][1]:.4g} is realisable in dim = {dim} (rank {fits[0][0]})."
+        status, reason = "feasible", f"a single shift delta = {fits[0][1]:.4g} is realisable in dim = {dim} (rank {fits[0][0]})."
     r_best, b_best = min(fits) if fits else (n, 0.5 * (ends[0] + ends[-1]))
     gram = _spherical_target(logw, t, b_best)
     emb = _embed(gram, r_best, dim)
@@ -374,7 +377,7 @@ def spherical_dgp(weights, temperature: float, dim: int, *, atol: float = 1e-8) 
 
 
 def _interval_ends(f, lo: float, hi: float, peak: float, tol: float) -> list[float]:
-    """End points of ``{beta : f(beta) >= -tol}`` around ``peak`` (one point if it is a single shift)."""
+    """End points of ``{delta : f(delta) >= -tol}`` around ``peak`` (one point if it is a single shift)."""
     if f(peak) <= tol:
         return [peak]
     left = lo if f(lo) >= -tol else brentq(f, lo, peak, xtol=1e-14)

@@ -3,17 +3,19 @@
 Zhu, Zhao, Cui, Sun, Zhou, Yang and Zhang, "Reducing Class-Wise Performance
 Disparity via Margin Regularization" (MR2), ICLR 2026, arXiv:2602.00205.
 
-Letters: ``n`` samples in a batch, ``C`` (the paper's ``K``) classes, ``d`` the
-feature dimension. Shapes follow PyTorch: penultimate features ``phi`` are
-``(n, d)``, a classifier weight is ``(C, d)``, logits are ``(n, C)``.
+Letters (the book's notation; the paper writes ``K`` classes, ``phi(x)`` features, ``||s_y||^2`` for the
+spread and ``c_bar`` for the mean margin): ``n`` samples in a batch, ``C`` classes, ``d`` the feature
+dimension, ``c`` a class. Shapes follow PyTorch: penultimate features ``h_i`` are the rows of an
+``(n, d)`` tensor, a classifier weight is ``(C, d)``, logits are ``(n, C)``.
 
 The pieces, one equation each:
 
-* :func:`class_feature_statistics` -- per-class ``||mu_k||_p^2`` and the mean
-  squared deviation ``||s_k||_p^2 = mean_i ||phi_i - mu_k||_p^2``;
-* :func:`mr2_margins` -- ``gamma_k = c_bar K t_k / sum_j t_j`` with the cube root
-  ``t_k = (||mu_k||^2 + ||s_k||^2)^(1/3)`` of the class-sensitive bound;
-* :func:`ldam_margins` -- LDAM's fixed margins ``Delta_k ∝ n_k^{-1/4}`` (a baseline).
+* :func:`class_feature_statistics` -- per-class ``||mu_c||_p^2`` and the spread
+  ``sigma_c^2 = mean_{i: y_i = c} ||h_i - mu_c||_p^2`` (in the ``p``-norm);
+* :func:`mr2_margins` -- ``gamma_c = gamma_bar C t_c / sum_c' t_c'`` with the cube root
+  ``t_c = (||mu_c||^2 + sigma_c^2)^(1/3)`` of the class-sensitive bound (``gamma_bar``: keyword ``c_bar``);
+* :func:`ldam_margins` -- LDAM's fixed additive margins ``gamma^add_c ∝ n_c^{-1/4}`` (a baseline; Cao et
+  al.'s ``Delta_c``).
 
 These are margin rules only. The losses that use them (``margin_cross_entropy``,
 ``representation_margin_loss``, ``MR2Loss``, ``ldam_loss``, ``FixedMarginLoss``) live in
@@ -72,7 +74,7 @@ def _check_stat(x, name: str) -> torch.Tensor:
 def _check_p(p: float) -> float:
     p = check_positive("p", p, allow_inf=True)
     if p < 1:
-        raise ValueError(f"p must be >= 1 (an L_p norm); got {p!r}. Use p = 2 for the paper, 5 for the code.")
+        raise ValueError(f"p must be >= 1 (the order of a p-norm); got {p!r}. Use p = 2 for the paper, 5 for the code.")
     return p
 
 
@@ -80,16 +82,18 @@ def _check_p(p: float) -> float:
 def class_feature_statistics(
     features: torch.Tensor, labels, num_classes: int, *, p: float = 2.0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    r"""Per-class squared mean norm and mean squared deviation of features.
+    r"""Per-class squared mean norm and spread (mean squared deviation) of features.
 
     .. math::
-        \|\mu_k\|_p^2,\qquad \|s_k\|_p^2 = \frac{1}{n_k}\sum_{i: y_i = k}\|\phi_i - \mu_k\|_p^2,
-        \qquad \mu_k = \frac{1}{n_k}\sum_{i: y_i = k}\phi_i .
+        \|\mu_c\|_p^2,\qquad \sigma_c^2 = \frac{1}{n_c}\sum_{i: y_i = c}\|h_i - \mu_c\|_p^2,
+        \qquad \mu_c = \frac{1}{n_c}\sum_{i: y_i = c} h_i
+
+    (the paper writes :math:`\|\hat s_y\|^2` for the spread and :math:`\phi` for the features).
 
     Parameters
     ----------
     features : torch.Tensor of shape (n, d)
-        Penultimate features ``phi`` (gradients are not needed; the result is detached).
+        Penultimate features ``h_i`` as rows (gradients are not needed; the result is detached).
     labels : array-like of int of shape (n,)
     num_classes : int
         ``C``; classes absent from the batch get zeros and count 0.
@@ -100,7 +104,9 @@ def class_feature_statistics(
     Returns
     -------
     mean_sq_norms, mean_sq_devs : torch.Tensor of shape (C,)
+        ``||mu_c||_p^2`` and ``sigma_c^2``.
     counts : torch.Tensor of shape (C,), int64
+        ``n_c`` in the batch.
 
     Raises
     ------
@@ -136,22 +142,22 @@ def mr2_margins(mean_sq_norms, mean_sq_devs, *, c_bar: float = 1.0) -> torch.Ten
     r"""MR2's adaptive logit margins from per-class feature statistics.
 
     .. math::
-        t_k = \left(\|\mu_k\|^2 + \|s_k\|^2\right)^{1/3},\qquad
-        \gamma_k = \bar c\, K\, \frac{t_k}{\sum_{j=1}^K t_j},
+        t_c = \left(\|\mu_c\|^2 + \sigma_c^2\right)^{1/3},\qquad
+        \gamma_c = \bar\gamma\, C\, \frac{t_c}{\sum_{c'} t_{c'}},
 
-    so the margins average to ``c_bar`` and grow like the cube root of the class's
-    squared mean norm plus its mean squared deviation (hard, spread-out classes get
-    larger margins). Equal statistics give ``gamma_k = c_bar`` for every class, and so
-    does the degenerate case where every statistic is zero.
+    so the margins average to ``gamma_bar`` and grow like the cube root of the class's
+    squared mean norm plus its spread (hard, spread-out classes get larger margins). Equal
+    statistics give ``gamma_c = gamma_bar`` for every class, and so does the degenerate case where
+    every statistic is zero.
 
     Parameters
     ----------
     mean_sq_norms : array-like or torch.Tensor of shape (C,)
-        ``||mu_k||^2`` (>= 0).
+        ``||mu_c||^2`` (>= 0).
     mean_sq_devs : array-like or torch.Tensor of shape (C,)
-        ``||s_k||^2`` (>= 0).
+        The spreads ``sigma_c^2`` (>= 0).
     c_bar : float, default 1.0
-        Mean margin (> 0).
+        The mean margin ``gamma_bar > 0`` (the paper's ``c_bar``).
 
     Returns
     -------
@@ -190,7 +196,9 @@ def mr2_margins(mean_sq_norms, mean_sq_devs, *, c_bar: float = 1.0) -> torch.Ten
 
 # --------------------------------------------------------------------------- LDAM's margin rule
 def ldam_margins(counts, max_margin: float = 0.5) -> torch.Tensor:
-    r"""LDAM's fixed margins ``Delta_k = max_margin * (n_min / n_k)^(1/4)``, i.e. ``m_k ∝ n_k^{-1/4}``.
+    r"""LDAM's fixed additive margins ``gamma^add_c = max_margin * (n_min / n_c)^(1/4)``, i.e. ``∝ n_c^{-1/4}``.
+
+    Cao et al. write ``Delta_c``; the book writes ``gamma^add_c``.
 
     The largest margin (the rarest class's) is ``max_margin``; on a balanced training set
     every class gets ``max_margin``. Feed them to :func:`ncbook.losses.ldam_loss`.

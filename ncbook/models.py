@@ -212,14 +212,14 @@ def resnet32(num_classes: int = 10, **kwargs) -> ResNetCIFAR:
 
 # ----------------------------------------------------------------------------- heads
 def cosine_logits(features: torch.Tensor, weight: torch.Tensor, *, scale: float = 16.0) -> torch.Tensor:
-    r"""Cosine-classifier logits ``z_c = s cos(phi, w_c)``.
+    r"""Cosine-classifier logits ``z_c = scale * cos(h, w_c)``.
 
     Parameters
     ----------
     features : torch.Tensor of shape (n, d)
     weight : torch.Tensor of shape (C, d)
     scale : float, default 16
-        ``s`` > 0 (the logits lie in ``[-s, s]``).
+        ``> 0`` (the logits lie in ``[-scale, scale]``; papers write ``s``).
 
     Returns
     -------
@@ -243,10 +243,10 @@ def cosine_logits(features: torch.Tensor, weight: torch.Tensor, *, scale: float 
 
 
 class CosineClassifier(nn.Module):
-    r"""A cosine head with a ``(C, d)`` weight: ``z = s * normalize(phi) normalize(W)^T``.
+    r"""A cosine head with a ``(C, d)`` weight: ``z = scale * normalize(h) normalize(W)^T``.
 
-    With L2-normalised features, ``||mu_k||_2^2 + ||s_k||_2^2 = mean ||phi_i||_2^2 = 1``
-    for every class, so MR2 with ``p = 2`` gives every class ``c_bar``; use
+    With L2-normalised features, ``||mu_c||_2^2 + sigma_c^2 = mean ||h_i||_2^2 = 1``
+    for every class, so MR2 with ``p = 2`` gives every class the mean margin ``gamma_bar`` (``c_bar``); use
     :class:`ncbook.losses.MR2Loss` with ``normalize_features=True`` and ``p != 2`` (e.g. 3).
 
     Parameters

@@ -28,6 +28,8 @@ from typing import Callable
 
 import torch
 
+from ._validation import check_callable, check_device, check_in, check_instance, check_path, check_positive, check_text
+
 __all__ = ["profile", "scale", "default_device", "native_bf16", "usable_cores", "data_root", "results_dir", "checkpoint_dir", "show_progress", "PROFILES", "SCALES",
            "DeviceSpeed", "DEVICE_SPEEDS", "EVAL_SPEEDUP", "ChapterPlan", "PLANS", "planned_work", "planned_seconds", "run_times"]
 
@@ -72,12 +74,6 @@ def scale() -> str:
     return value
 
 
-def _check_text(name: str, value) -> str:
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a string (a folder name or path); got {type(value).__name__} {value!r}.")
-    return value
-
-
 def show_progress() -> bool:
     """Whether training loops and comparisons show progress bars: False when ``NCBOOK_PROGRESS=0``.
 
@@ -97,19 +93,6 @@ def show_progress() -> bool:
     if value not in ("", "0", "1"):
         raise ValueError(f"NCBOOK_PROGRESS must be '0' (no progress bars), '1' or empty; got {value!r}.")
     return value != "0"
-
-
-def _as_device(device, name: str = "device") -> torch.device:
-    """``torch.device(device)``, with a ``TypeError``/``ValueError`` naming ``name`` for what is not a device."""
-    if isinstance(device, torch.device):
-        return device
-    if not isinstance(device, (str, int)) or isinstance(device, bool):
-        raise TypeError(f"{name} must be a torch.device, a string such as 'cpu' or 'cuda:0', or an index; "
-                        f"got {type(device).__name__} {device!r}.")
-    try:
-        return torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"{name} must name a device such as 'cpu', 'cuda' or 'cuda:0'; got {device!r} ({err}).") from None
 
 
 def default_device() -> torch.device:
@@ -142,7 +125,7 @@ def native_bf16(device: str | torch.device | None = None) -> bool:
     >>> isinstance(native_bf16("cpu"), bool)   # True on CPUs with AVX512-BF16 or AMX
     True
     """
-    device = default_device() if device is None else _as_device(device)
+    device = default_device() if device is None else check_device("device", device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == "cpu":
@@ -184,7 +167,7 @@ def results_dir(default: str = "../results") -> str:
     At the smoke scale without ``NCBOOK_RESULTS``: ``<tmp>/ncbook-smoke-results``, so that stand-in
     numbers never land in the committed ``results/``.
     """
-    _check_text("default", default)
+    check_path("default", default)
     value = os.environ.get("NCBOOK_RESULTS", "").strip()
     if value:
         return value
@@ -203,8 +186,8 @@ def checkpoint_dir(name: str, default: str = "../checkpoints") -> str:
     folder on it (``/content/drive/MyDrive/ncbook-checkpoints``): the checkpoints outlive the
     runtime, and rerunning the cell after a disconnect resumes where it stopped.
     """
-    _check_text("name", name)
-    _check_text("default", default)
+    check_path("name", name)
+    check_path("default", default)
     base = os.environ.get("NCBOOK_CHECKPOINTS", "").strip()
     if not base:
         base = os.path.join(tempfile.gettempdir(), "ncbook-smoke-checkpoints") if scale() == "smoke" else default
@@ -216,14 +199,39 @@ def checkpoint_dir(name: str, default: str = "../checkpoints") -> str:
 class DeviceSpeed:
     """The training speed a plan assumes on one kind of GPU, and where that number comes from.
 
-    ``train_images_per_s`` is ResNet-32 (the chapters' network) training on 32x32 images at batch 128:
-    forward, backward and an SGD step, crops and flips on the device, in ``precision``.
+    Parameters
+    ----------
+    device : str
+        The GPU's name as :func:`torch.cuda.get_device_name` contains it (``"T4"``, ``"A100"``).
+    train_images_per_s : float, > 0
+        ResNet-32 (the chapters' network) training on 32x32 images at batch 128: forward, backward
+        and an SGD step, crops and flips on the device, in ``precision``; images per second.
+    precision : str
+        What ``amp=True`` trains in on this device.
+    source : str
+        Where the number comes from (a measurement with its date, or an assumption and its reasoning).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field of the wrong type, or a speed that is not a positive finite number.
+
+    Examples
+    --------
+    >>> DeviceSpeed("L4", 6000, "bf16 autocast", "assumption").train_images_per_s
+    6000.0
     """
 
     device: str
     train_images_per_s: float
     precision: str
     source: str
+
+    def __post_init__(self):
+        check_text("device", self.device)
+        object.__setattr__(self, "train_images_per_s", check_positive("train_images_per_s", self.train_images_per_s))
+        check_text("precision", self.precision)
+        check_text("source", self.source)
 
 
 #: ResNet-32 costs 412 MFLOP a training image and 138 MFLOP a forward pass (counted with
@@ -257,11 +265,33 @@ def _speed(device: str) -> DeviceSpeed:
 class ChapterPlan:
     """One chapter's plan: the parameters its ``parameters`` cell sets per profile, and its network work.
 
-    ``params[profile]`` holds the values of the chapter's parameters cell at the paper scale (a test
-    executes that cell under each profile and compares); ``work(params)`` returns, per long cell,
-    ``(name, training images, evaluation images)`` summed over that cell's runs, from those parameters
-    and the data sizes the profile reads. ``quick_seconds`` is a measurement of the whole chapter at
-    the quick profile, with ``quick_source`` saying where it comes from.
+    Parameters
+    ----------
+    chapter : str
+        The chapter's file stem.
+    params : dict
+        ``params[profile]`` (``"gpu"``, ``"full"``) holds the values of the chapter's parameters cell
+        at the paper scale, a dict of name to value (a test executes that cell under each profile and
+        compares).
+    work : callable
+        ``work(params[profile])`` returns, per long cell, ``(name, training images, evaluation images)``
+        summed over that cell's runs, from those parameters and the data sizes the profile reads.
+    quick_seconds : float, > 0
+        A measurement of the whole chapter at the quick profile, in seconds.
+    quick_source : str
+        Where ``quick_seconds`` comes from (machine, load, date).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field of the wrong type, a profile in ``params`` that is not one of :data:`PROFILES`,
+        or a ``quick_seconds`` that is not a positive finite number.
+
+    Examples
+    --------
+    >>> plan = ChapterPlan("demo", {"gpu": {"EPOCHS": 2}}, lambda p: [("net", 1000 * p["EPOCHS"], 0)], 30, "a guess")
+    >>> plan.work(plan.params["gpu"])
+    [('net', 2000, 0)]
     """
 
     chapter: str
@@ -269,6 +299,16 @@ class ChapterPlan:
     work: Callable[[dict], list]
     quick_seconds: float
     quick_source: str
+
+    def __post_init__(self):
+        check_text("chapter", self.chapter)
+        check_instance("params", self.params, dict, what="profile -> dict of the parameters cell's values")
+        for key, values in self.params.items():
+            check_in("params (its profiles)", key, PROFILES)
+            check_instance(f"params[{key!r}]", values, dict, what="the parameters cell's values")
+        check_callable("work", self.work)
+        object.__setattr__(self, "quick_seconds", check_positive("quick_seconds", self.quick_seconds))
+        check_text("quick_source", self.quick_source)
 
 
 # data sizes each profile reads (ncbook.data: the gpu subset of CIFAR-10 fits one 64 MiB carry)
@@ -399,6 +439,23 @@ def _plan(chapter: str) -> ChapterPlan:
 def planned_work(chapter: str, profile_name: str) -> list:
     """The network work of a chapter at a profile (paper scale): ``[(cell, training images, evaluation images)]``.
 
+    Parameters
+    ----------
+    chapter : str
+        A chapter's file stem, one of :data:`PLANS`.
+    profile_name : {"gpu", "full"}
+        The quick profile is measured, not planned.
+
+    Returns
+    -------
+    list of (str, int, int)
+        Per long cell: its name, the images it trains on and the images it evaluates, summed over its runs.
+
+    Raises
+    ------
+    ValueError
+        For an unknown chapter or profile.
+
     Examples
     --------
     >>> [(name, f"{t / 1e6:.2f} M") for name, t, _ in planned_work("seli", "gpu")]
@@ -416,6 +473,24 @@ def planned_seconds(chapter: str, profile_name: str, device: str = "T4") -> floa
     Training images at ``DEVICE_SPEEDS[device].train_images_per_s``, evaluation images at
     :data:`EVAL_SPEEDUP` times that. The chapter's other cells (closed forms, solvers, the UFM) run on
     the CPU, under a minute each, and are not counted.
+
+    Parameters
+    ----------
+    chapter : str
+        One of :data:`PLANS`.
+    profile_name : {"gpu", "full"}
+    device : str
+        A GPU of :data:`DEVICE_SPEEDS` by name (``"T4"``, ``"A100"``, ``"H100"``), not a torch device.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Raises
+    ------
+    ValueError
+        For an unknown chapter, profile or device.
 
     Examples
     --------
@@ -436,6 +511,20 @@ def _minutes(seconds: float) -> str:
 
 def run_times(chapter: str) -> str:
     """One line with a chapter's run time at each profile: quick measured, gpu and full planned.
+
+    Parameters
+    ----------
+    chapter : str
+        One of :data:`PLANS`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        For an unknown chapter.
 
     Examples
     --------

@@ -1,31 +1,33 @@
 r"""Class weights for imbalanced classification: from counts, and from losses (inverse problem).
 
-Letters: ``n`` samples in a batch, ``C`` classes, ``n_c`` samples of class ``c``
-(in the training set for count-based weights, in the current batch for the
-loss-based ones), ``L_c`` the mean per-sample cross-entropy of class ``c`` in the
-current batch, ``B_c`` the number of batches that contained class ``c``.
+Letters (the book's notation; the papers write ``w_c`` for a class weight, ``gamma`` for the macro exponent
+and Cui et al. ``beta`` for the class-balanced parameter): ``C`` classes, ``n_c`` training samples of class
+``c``, a batch ``B`` of ``b`` samples with ``b_c`` in class ``c``, ``L_c`` the mean per-sample cross-entropy of
+class ``c`` in the current batch and ``Lbar`` their plain mean over the classes present ``C_B``, ``B_c`` the
+number of batches that contained class ``c``, ``u_c`` the weight of class ``c``.
 
 Count-based weights (fixed before training):
 
-* :func:`inverse_frequency_weights`: ``w_c = C (1/n_c) / sum_k (1/n_k)`` (sum ``C``).
-* :func:`effective_number_weights`: Cui et al. 2019, ``w_c ∝ (1 - beta) / (1 - beta^{n_c})``,
-  normalised to sum ``C``.
+* :func:`inverse_frequency_weights`: ``u_c = C (1/n_c) / sum_c' (1/n_c')`` (sum ``C``).
+* :func:`effective_number_weights`: Cui et al. 2019, ``u_c ∝ (1 - zeta) / (1 - zeta^{n_c})``,
+  normalised to sum ``C`` (keyword ``beta`` for ``zeta``).
 
 Loss-based weights (recomputed at every batch), Wang, Tong, Xie, Gao 2026
 (arXiv:2605.10047), "inverse reweighting":
 
 * :func:`inverse_weights`: the closed form of the Tikhonov problem
-  ``min_w (w_c L_c - Lbar)^2 + alpha (w_c - w0_c)^2``, i.e.
-  ``w_c* = (Lbar L_c + alpha w0_c) / (L_c^2 + alpha)``.
-* :func:`macro_factors`: ``beta_c = max(B_c, 1)^(-gamma)``, normalised to mean 1.
+  ``min_u (u_c L_c - Lbar)^2 + alpha (u_c - u0_c)^2``, i.e.
+  ``u*_c = (Lbar L_c + alpha u0_c) / (L_c^2 + alpha)``.
+* :func:`macro_factors`: ``beta_c = max(B_c, 1)^(-kappa)``, normalised to mean 1 (keyword ``gamma`` for
+  ``kappa``).
 * :func:`batch_class_losses`: the per-class mean losses ``L_c`` of a batch.
 
-The loss that uses these rules, ``(1/n) sum_i clamp(w*_{y_i} beta_{y_i}, 0, w_max) CE_i``,
+The loss that uses these rules, ``(1/b) sum_i clamp(u*_{y_i} beta_{y_i}, 0, u_max) CE_i``,
 is :func:`ncbook.losses.inverse_reweighted_ce` (Module :class:`ncbook.losses.InverseReweightedCE`).
 
 Conventions follow the official code of the paper (class ``IGRReweightCELoss``): the
 weights are *not* detached by default, the mean divides by the batch size (not by
-the sum of weights), ``w_max = 10``, absent classes keep the prior, and ``B_c``
+the sum of weights), ``u_max = 10``, absent classes keep the prior, and ``B_c``
 counts batches from the epoch at which reweighting starts.
 """
 
@@ -62,7 +64,7 @@ PRIORS = ("uniform", "inv_freq", "inv_sqrt_freq")
 def inverse_frequency_weights(counts: Any) -> torch.Tensor:
     r"""Inverse-frequency class weights, normalised to sum ``C``.
 
-    .. math:: w_c = C \, \frac{1/n_c}{\sum_k 1/n_k}
+    .. math:: u_c = C \, \frac{1/n_c}{\sum_{c'} 1/n_{c'}}
 
     Parameters
     ----------
@@ -96,17 +98,17 @@ def inverse_frequency_weights(counts: Any) -> torch.Tensor:
 def effective_number_weights(counts: Any, beta: float = 0.9999) -> torch.Tensor:
     r"""Class-balanced weights from the effective number of samples, normalised to sum ``C``.
 
-    .. math:: w_c \propto \frac{1 - \beta}{1 - \beta^{n_c}}, \qquad \sum_c w_c = C
+    .. math:: u_c \propto \frac{1 - \zeta}{1 - \zeta^{n_c}}, \qquad \sum_c u_c = C
 
-    ``beta = 0`` gives uniform weights; ``beta -> 1`` tends to inverse frequency.
+    ``zeta = 0`` gives uniform weights; ``zeta -> 1`` tends to inverse frequency.
 
     Parameters
     ----------
     counts : array-like of shape (C,), int
         Training samples per class, all positive.
     beta : float, default 0.9999
-        In ``[0, 1)``; 0.9999 is the value used for CIFAR by Cui et al. and by the
-        deferred re-weighting (DRW) of Cao et al.
+        The book's ``zeta`` (Cui et al.'s ``beta``), in ``[0, 1)``; 0.9999 is the value used for CIFAR by
+        Cui et al. and by the deferred re-weighting (DRW) of Cao et al.
 
     Returns
     -------
@@ -136,14 +138,14 @@ def effective_number_weights(counts: Any, beta: float = 0.9999) -> torch.Tensor:
 
 
 def prior_weights(num_classes: int, prior: Any = "uniform", counts: Any = None) -> torch.Tensor:
-    r"""The prior weights ``w0`` of the inverse problem, normalised to mean 1.
+    r"""The prior weights ``u^(0)`` of the inverse problem, normalised to mean 1.
 
     Parameters
     ----------
     num_classes : int
         ``C >= 1``.
     prior : {"uniform", "inv_freq", "inv_sqrt_freq"} or array-like of shape (C,)
-        ``"inv_freq"`` is ``w0_c ∝ 1/n_c``, ``"inv_sqrt_freq"`` is ``w0_c ∝ n_c^{-1/2}``
+        ``"inv_freq"`` is ``u0_c ∝ 1/n_c``, ``"inv_sqrt_freq"`` is ``u0_c ∝ n_c^{-1/2}``
         (both need ``counts``); an array is used as given after normalisation.
     counts : array-like of shape (C,), optional
         Training samples per class.
@@ -185,13 +187,13 @@ def prior_weights(num_classes: int, prior: Any = "uniform", counts: Any = None) 
 def batch_class_losses(losses: torch.Tensor, labels: torch.Tensor, num_classes: int) -> torch.Tensor:
     r"""Mean per-sample loss of each class in a batch, ``NaN`` for classes absent from it.
 
-    .. math:: L_c = \frac{1}{n_c} \sum_{i: y_i = c} \ell_i
+    .. math:: L_c = \frac{1}{b_c} \sum_{i \in \mathcal B: y_i = c} \ell_i
 
     Parameters
     ----------
-    losses : Tensor of shape (n,), float
-        Per-sample losses (autograd is kept).
-    labels : Tensor of shape (n,), int64
+    losses : Tensor of shape (b,), float
+        Per-sample losses of the batch (autograd is kept).
+    labels : Tensor of shape (b,), any integer dtype
     num_classes : int
 
     Returns
@@ -223,25 +225,25 @@ def inverse_weights(class_losses: Any, *, prior: Any = None, alpha: float = 0.0,
 
     For each class present (``L_c`` not NaN) solve
 
-    .. math:: \min_{w_c} \; (w_c L_c - \bar L)^2 + \alpha (w_c - w^{(0)}_c)^2,
-              \qquad \bar L = \frac{1}{|P|} \sum_{c \in P} L_c ,
+    .. math:: \min_{u_c} \; (u_c L_c - \bar L)^2 + \alpha (u_c - u^{(0)}_c)^2,
+              \qquad \bar L = \frac{1}{|\mathcal C_{\mathcal B}|} \sum_{c \in \mathcal C_{\mathcal B}} L_c ,
 
-    whose minimiser is
+    with :math:`\mathcal C_{\mathcal B}` the classes present in the batch, whose minimiser is
 
-    .. math:: w_c^* = \frac{\bar L L_c + \alpha w^{(0)}_c}{L_c^2 + \alpha}.
+    .. math:: u_c^\star = \frac{\bar L L_c + \alpha u^{(0)}_c}{L_c^2 + \alpha}.
 
-    ``alpha = 0`` gives ``w_c L_c = Lbar`` for every present class (exactly equal
+    ``alpha = 0`` gives ``u_c L_c = Lbar`` for every present class (exactly equal
     weighted losses); ``alpha -> inf`` gives the prior. Absent classes (NaN) keep
-    ``w^{(0)}_c``. Autograd flows through ``class_losses`` unless the caller detaches.
+    ``u^(0)_c``. Autograd flows through ``class_losses`` unless the caller detaches.
 
     Parameters
     ----------
     class_losses : Tensor or array-like of shape (C,)
         Mean loss of each class in the batch, ``>= 0``; NaN marks an absent class.
     prior : array-like of shape (C,), optional
-        ``w^{(0)}``; uniform (all ones) by default.
+        The prior weights ``u^(0)`` (the paper's ``w^(0)``); uniform (all ones) by default.
     alpha : float, default 0.0
-        Tikhonov strength, ``>= 0`` (the official default is 0).
+        The Tikhonov strength ``alpha >= 0`` (the official default is 0).
     eps : float, default 1e-8
         Added to the denominator, as in the official code, so that a class with zero
         loss at ``alpha = 0`` gets weight 0 instead of NaN.
@@ -289,17 +291,18 @@ def _inverse_weights(losses, present, w0, alpha, eps):
 def macro_factors(batch_counts: Any, gamma: float = 1.0, *, min_count: float = 1.0) -> torch.Tensor:
     r"""Macro factors from the number of batches that contained each class.
 
-    .. math:: \beta_c = \frac{\max(B_c, m)^{-\gamma}}{\frac{1}{C} \sum_k \max(B_k, m)^{-\gamma}}
+    .. math:: \beta_c = \frac{\max(B_c, m)^{-\kappa}}{\frac{1}{C} \sum_{c'} \max(B_{c'}, m)^{-\kappa}}
 
-    Classes seen in fewer batches get larger factors; the mean over all ``C``
-    classes is 1. ``gamma = 0`` gives all ones.
+    with ``m`` the ``min_count``. Classes seen in fewer batches get larger factors; the mean over all ``C``
+    classes is 1. ``kappa = 0`` gives all ones.
 
     Parameters
     ----------
     batch_counts : array-like of shape (C,)
         ``B_c >= 0``, batches containing class ``c`` so far.
     gamma : float, default 1.0
-        Exponent ``>= 0``. The paper's README uses 1.0; the official function default is 0.5.
+        The exponent ``kappa >= 0`` (the paper's ``gamma``). The paper's README uses 1.0; the official
+        function default is 0.5.
     min_count : float, default 1.0
         ``m > 0``: counts below it are raised to it (so unseen classes are finite).
 

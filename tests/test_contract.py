@@ -406,6 +406,14 @@ class Pair(Kind):
 
 
 @dataclass
+class Instance(Kind):
+    """An instance of one class (a record another public function returns, e.g. a ``Throughput``)."""
+
+    def cases(self, base):
+        return [Case("a string", "record", "error"), Case("a number", 3, "error"), Case("a dict", {}, "error")]
+
+
+@dataclass
 class Free(Kind):
     """Not swept, with the reason."""
 
@@ -485,6 +493,16 @@ SPECS = {
     "native_bf16": S(lambda: dict(device="cpu")),
     "data_root": S(dict), "default_device": S(dict), "profile": S(dict), "scale": S(dict), "usable_cores": S(dict),
     "show_progress": S(dict),
+    "DeviceSpeed": S(lambda: dict(device="T4", train_images_per_s=4000.0, precision="float32", source="assumed"),
+                     dict(device=Text(), train_images_per_s=Pos(), precision=Text(), source=Text())),
+    "ChapterPlan": S(lambda: dict(chapter="seli", params={"gpu": {"EPOCHS": 2}}, work=lambda p: [("net", 10, 5)],
+                                  quick_seconds=40.0, quick_source="measured"),
+                     dict(chapter=Text(), params=Free(reason="the parameters cell's values per profile (a dict, checked)"),
+                          work=Fn(), quick_seconds=Pos(), quick_source=Text()), use=lambda plan: plan.work(plan.params["gpu"])),
+    "planned_work": S(lambda: dict(chapter="seli", profile_name="gpu"), dict(chapter=Option(), profile_name=Option())),
+    "planned_seconds": S(lambda: dict(chapter="seli", profile_name="gpu", device="T4"),
+                         dict(chapter=Option(), profile_name=Option(), device=Option())),  # a GPU's name, not a torch device
+    "run_times": S(lambda: dict(chapter="seli"), dict(chapter=Option())),
     # ------------------------------------------------------------------ geometry
     "cosine_matrix": S(lambda: dict(x=H, eps=None), dict(x=Floats(), eps=Pos(optional=True, example=1e-12))),
     "etf_gram": S(lambda: dict(num_classes=4)),
@@ -691,8 +709,10 @@ SPECS = {
     "cifar_augment": S(lambda: dict(x=torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0)),
                                     generator=torch.Generator().manual_seed(0), padding=2),
                        dict(x=Floats(ints=False, moves=True), padding=Int(0))),
-    "cifar_tensors": S(lambda: dict(name="cifar10", root="data", train=True, download=False),
-                       dict(name=Option()), errors_only=True),
+    "cifar_tensors": S(lambda: dict(name="cifar10", root="data", train=True, download=False, subset=None),
+                       dict(name=Option(), subset=Option(optional=True)), errors_only=True),
+    "gpu_subset_indices": S(lambda: dict(labels=torch.arange(60) % 3, name="cifar10", train=True, balanced=False),
+                            dict(labels=Labels(paired=False), name=Option(), balanced=Flag())),
     "load_cifar": S(lambda: dict(name="cifar10", root="data", train=True, download=False, transform=None),
                     dict(name=Option(), transform=Fn(optional=True)), errors_only=True),
     "load_digits": S(lambda: dict(test_per_class=5, seed=0, standardize=True), dict(test_per_class=Int(1), standardize=Flag())),
@@ -730,6 +750,41 @@ SPECS = {
     "cosine_logits": S(lambda: dict(features=H, weight=W3, scale=4.0), dict(features=Floats(), weight=Floats(), scale=Pos())),
     "resnet32": S(lambda: dict(num_classes=3), dict(kwargs=Free(reason="passed to ResNetCIFAR"), num_classes=Int(1))),
     # ------------------------------------------------------------------ train
+    "ChapterCost": S(lambda: dict(chapter="seli", results=None, checkpoints=None),
+                     dict(chapter=Text(), results=Text(optional=True), checkpoints=Text(optional=True)),
+                     use=lambda cost: (cost.add("net", 3.0, _throughput()), cost.total())[-1]),
+    "Throughput": S(lambda: dict(step_seconds=0.1, fixed_seconds=1.0, eval_seconds=1e-3, images_per_step=128.0,
+                                 device="cpu (1 thread)", precision="float32", measured_steps=4, device_type="cpu",
+                                 workers=2, parallel_slowdown=1.5),
+                    dict(step_seconds=Pos(), fixed_seconds=NonNeg(), eval_seconds=Pos(), images_per_step=Pos(),
+                         device=Text(), precision=Text(), measured_steps=Int(1), device_type=Text(), workers=Int(1),
+                         parallel_slowdown=Pos())),
+    "fit_seconds": S(lambda: dict(tp=_throughput(), n=1280, epochs=2, batch_size=128, n_eval=1000, evals=None, runs=2),
+                     dict(tp=Instance(), n=Int(1), epochs=Int(1), n_eval=Int(0), evals=Int(0, optional=True, example=3),
+                          runs=Int(1))),
+    "steps_seconds": S(lambda: dict(tp=_throughput(), steps=100, eval_images=50, runs=2),
+                       dict(tp=Instance(), eval_images=Int(0), runs=Int(1))),
+    "in_parallel": S(lambda: dict(seconds=30.0, runs=3, tp=_throughput()),
+                     dict(seconds=NonNeg(), runs=Int(1), tp=Instance())),
+    "format_seconds": S(lambda: dict(seconds=210.0), dict(seconds=NonNeg())),
+    "measure_fit": S(lambda: dict(model=_mlp, loss=torch.nn.functional.cross_entropy, train=_tiny_train(), batch_size=8,
+                                  amp=False, augment=None, device=None, steps=(1, 2), parallel_runs=1),
+                     dict(model=Module(), loss=Fn(), train=Pair(), amp=Flag(), augment=Fn(optional=True),
+                          steps=Free(reason="two probe lengths (a, b); refused by name in tests/test_gpu_smoke.py"),
+                          parallel_runs=Int(1), fit_kwargs=Free(reason="passed to fit (swept there)")), errors_only=True),
+    "measure_steps": S(lambda: dict(trainer=functools.partial(ncbook.train.fit_weighted_contrastive, x=_tiny_train()[0],
+                                                              targets=_tiny_train()[1], weight_fn=L_.supcon_weights,
+                                                              temperature=0.5, batch_size=8),
+                                    model=_feature_model, images_per_step=8.0, steps=(1, 2), device=None,
+                                    eval_inputs=_tiny_train()[0], parallel_runs=1),
+                       dict(trainer=Fn(), model=Module(), args=Free(reason="the trainer's positional arguments"),
+                            images_per_step=Pos(), steps=Free(reason="two probe lengths, as for measure_fit"),
+                            eval_inputs=Free(reason="inputs of the caller's model"), parallel_runs=Int(1),
+                            kwargs=Free(reason="the trainer's options (swept there)")), errors_only=True),
+    "measure_contrastive": S(lambda: dict(trainer=ncbook.train.fit_contrastive, model=_feature_model, x=_tiny_train()[0],
+                                          y=_tiny_train()[1], batch_size=4, k=2, setting="ucl"),
+                             dict(trainer=Fn(), model=Module(), x=Free(reason="inputs of the caller's model"), y=Labels(),
+                                  kwargs=Free(reason="the trainer's options (swept there)")), errors_only=True),
     "class_mean_cosines": S(lambda: dict(model=_feature_model(), x=_tiny_train()[0], y=_tiny_train()[1], batch_size=8),
                             dict(x=Free(reason="inputs of the caller's model"), y=Labels())),
     "init_distributed": S(lambda: dict(backend=None), dict(backend=Option(optional=True)), errors_only=True),
@@ -779,6 +834,10 @@ SPECS = {
 def _feature_model():
     torch.manual_seed(0)
     return ncbook.models.MLP(5, (8,), 4, 3, batchnorm=False)
+
+
+def _throughput():
+    return ncbook.train.Throughput(0.1, 1.0, 1e-3, 128.0, "cpu (1 thread)", "float32", 4, "cpu", 2, 1.5)
 
 
 # ----------------------------------------------------------------------------------------------- enumeration

@@ -193,6 +193,43 @@ def test_measuring_changes_no_random_state_and_estimates_a_fit_within_a_factor_o
     assert 0.5 < measured / estimate < 2, (measured, estimate, tp)
 
 
+def _files(folder: Path) -> dict:
+    return {str(f.relative_to(folder)): (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(folder.rglob("*"))
+            if f.is_file()}
+
+
+def test_the_probe_leaves_the_callers_checkpoints_and_loss_alone_and_tracks_a_checkpointed_fit(tmp_path):
+    """measure_fit given the options a chapter gives fit (its checkpoint folder, resume='must', a callback, a test
+    set, its epochs) neither resumes from that folder nor writes into it, calls no callback, and leaves a stateful
+    loss (MR2's EMAs) as it was; its estimate is within a factor of two of the checkpointed fit the cell then runs."""
+    torch.set_num_threads(1)
+    x, y = torch.randn(512, 3, 32, 32), torch.arange(512) % 10
+    make = lambda: models.resnet32(10)  # noqa: E731
+    folder = tmp_path / "caller"
+    torch.manual_seed(1)
+    train.fit(make(), F.cross_entropy, (x[:128], y[:128]), epochs=1, batch_size=64, checkpoint_dir=folder,
+              progress=False, nc_every=0)  # another run's checkpoint: resuming it with this loss would be refused
+    before = _files(folder)
+    loss = ncbook.losses.MR2Loss(num_classes=10)
+    state = {k: v.clone() for k, v in loss.state_dict().items()}
+
+    def callback(*args):
+        raise AssertionError("the probe called the cell's callback")
+
+    options = dict(checkpoint_dir=folder, resume="must", callback=callback, test=(x[:64], y[:64]), epochs=2,
+                   nc_every=1, eval_every=1, progress=True)
+    tp = train.measure_fit(make, loss, (x, y), batch_size=64, augment=data.cifar_augment, **options)
+    assert _files(folder) == before                                    # nothing read into the run, nothing written
+    assert all(torch.equal(v, loss.state_dict()[k]) for k, v in state.items())
+    estimate = train.fit_seconds(tp, n=len(y), epochs=2, batch_size=64, n_eval=len(y))
+    t0 = time.perf_counter()
+    train.fit(make(), loss, (x, y), epochs=2, batch_size=64, augment=data.cifar_augment, checkpoint_dir=tmp_path / "cell",
+              progress=False, nc_every=0)
+    measured = time.perf_counter() - t0
+    assert (tmp_path / "cell" / "last.pt").exists()
+    assert 0.5 < measured / estimate < 2, (measured, estimate, tp)
+
+
 def test_bad_probe_lengths_are_refused():
     with pytest.raises(ValueError, match="steps must be two integers"):
         train.measure_fit(lambda: models.MLP(8, (8,), 4, 2), F.cross_entropy, (torch.randn(8, 8), torch.arange(8) % 2),

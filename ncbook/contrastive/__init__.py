@@ -1,7 +1,9 @@
 """Contrastive learning on imbalanced data: the convex program over class-mean Gram matrices.
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature (keyword ``temperature``),
-``lambda`` the class probabilities. ``A`` (C, C) is the Gram matrix of unit-norm class means (a correlation matrix).
+Letters (the book's notation): ``C`` classes, ``k`` negatives per anchor, ``tau`` the temperature (keyword
+``temperature``), ``pi = (pi_1, ..., pi_C)`` the class probabilities (keyword ``class_probs``; the paper writes
+``lambda``), ``pi_1`` the majority's. ``A`` (C, C) is the Gram matrix of unit-norm class means (a correlation
+matrix) and ``L(A)`` the contrastive risk (the paper writes ``S(A)``).
 
 References
 ----------

@@ -1,13 +1,14 @@
 """Minority collapse: the exact collapse point from the KKT conditions, and class means.
 
-Letters: ``C`` classes, one majority (class 0, probability ``lambda_1`` in the paper's
-notation) and ``m = C - 1`` equal minorities of probability ``rho / m``, ``rho = 1 - lambda_1``;
-``eps = exp(-2 / t)``.
+Letters (the book's notation): ``C`` classes, one majority (class 0, probability ``pi_1``; the paper
+writes ``lambda_1``, the keyword is ``lambda_1``) and ``C - 1`` equal minorities of probability
+``(1 - pi_1) / (C - 1)``; ``tau`` the temperature (keyword ``temperature``); ``L`` the contrastive risk.
 
 The collapsed point ``A_0j = -1``, ``A_ij = 1`` (all minority means equal, opposite the majority)
-is optimal iff ``m dS/dA_ij <= dS/dA_0j`` there (derivatives over the symmetric pair entries):
-on the orthogonal complement of ``v = (1, -1, ..., -1)`` the dual matrix ``Z`` has eigenvalues
-``(dS/dA_0j - m dS/dA_ij) / 2`` (multiplicity ``m - 1``) and ``(m + 1) dS/dA_0j / 2``.
+is optimal iff ``(C - 1) dL/dA_ij <= dL/dA_0j`` there (derivatives over the symmetric pair entries):
+on the orthogonal complement of ``1_pm = (1, -1, ..., -1)`` the dual matrix ``Phi`` has eigenvalues
+``(dL/dA_0j - (C - 1) dL/dA_ij) / 2`` (multiplicity ``C - 2``) and ``C dL/dA_0j / 2``. The margins
+below are written with ``e^{-2 / tau}``, the weight of a negative at cosine ``-1`` against one at ``+1``.
 
 Derived here (not in the paper), checked against the convex program.
 """
@@ -27,7 +28,8 @@ from ._objective import PSIS
 __all__ = ["PAPER_THRESHOLDS", "collapse_margin", "collapse_threshold", "class_means_from_gram"]
 
 PAPER_THRESHOLDS = {"ucl": 0.9292, "scl": 0.9438}
-"""The paper's sufficient, ``C``- and ``k``-free collapse thresholds on ``lambda_1`` (quoted, t = 1)."""
+"""The paper's sufficient, ``C``- and ``k``-free collapse thresholds on ``pi_1`` (quoted, at ``tau = 1``;
+the paper names such a threshold ``tau``, which is not the temperature here)."""
 
 
 def _hprime(d, psi):
@@ -89,15 +91,29 @@ def _check_args(k, setting, num_classes, t, psi):
 
 def collapse_margin(lambda_1, k, *, setting: str = "ucl", num_classes: int | None = None,
                     temperature: float = 1.0, psi: str = "infonce") -> float:
-    """KKT margin ``dS/dA_0j - m dS/dA_ij`` (times ``t``) at the collapsed point.
+    """KKT margin ``dL/dA_0j - (C - 1) dL/dA_ij`` (times ``tau``) at the collapsed point.
 
-    Non-negative exactly when minority collapse is optimal at majority probability ``lambda_1``.
-    Arguments as in :func:`collapse_threshold`.
+    Non-negative exactly when minority collapse is optimal at majority probability ``lambda_1``
+    (the book's ``pi_1``), in ``(0, 1)``. Other arguments as in :func:`collapse_threshold`.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For ``lambda_1`` outside ``(0, 1)`` or a bad argument of :func:`collapse_threshold`.
+
+    Examples
+    --------
+    >>> collapse_margin(0.9, 1) > 0 > collapse_margin(0.7, 1)   # the collapse point is 0.807 (k = 1, UCL)
+    True
     """
     k, t = _check_args(k, setting, num_classes, temperature, psi)
     lam1 = check_positive("lambda_1", lambda_1)
     if not 0.0 < lam1 < 1.0:
-        raise ValueError(f"lambda_1 must lie in (0, 1); got {lambda_1!r}.")
+        raise ValueError(f"lambda_1 (the majority's probability pi_1) must lie in (0, 1); got {lambda_1!r}.")
     eps = math.exp(-2.0 / t)
     if setting == "ucl":
         return float(_margin_ucl(lam1, k, eps, psi))
@@ -106,7 +122,7 @@ def collapse_margin(lambda_1, k, *, setting: str = "ucl", num_classes: int | Non
 
 def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = None,
                        temperature: float = 1.0, psi: str = "infonce") -> float:
-    r"""Exact majority probability ``lambda_1`` above which the minorities collapse.
+    r"""The collapse point ``pi_1^MC``: the exact majority probability ``pi_1`` above which the minorities collapse.
 
     One majority class and ``C - 1`` equal minorities; the returned value is the root of the
     KKT margin (:func:`collapse_margin`). For UCL it does not depend on ``C``; for SCL it does.
@@ -114,12 +130,12 @@ def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = Non
     Parameters
     ----------
     k : int or math.inf
-        Negatives per anchor (``math.inf``: the large-``k`` limit ``S_inf``).
+        Negatives per anchor (``math.inf``: the large-``k`` limit ``L_inf``).
     setting : {"ucl", "scl"}
     num_classes : int, optional
         ``C >= 3``; required for SCL, ignored for UCL.
     temperature : float
-        Temperature ``t > 0``.
+        The temperature ``tau > 0``.
     psi : {"infonce", "exp"}
 
     Returns
@@ -138,7 +154,7 @@ def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = Non
 
     Examples
     --------
-    >>> round(collapse_threshold(1, setting="ucl"), 6)  # = 1 / (1 + 2 sigmoid(-2))
+    >>> round(collapse_threshold(1, setting="ucl"), 6)  # = 1 / (1 + 2 sigmoid(-2 / tau)) at tau = 1
     0.80749
     """
     k, t = _check_args(k, setting, num_classes, temperature, psi)
@@ -164,8 +180,8 @@ def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = Non
 def class_means_from_gram(gram, dim: int | None = None, *, tol: float = 1e-8) -> np.ndarray:
     r"""Class means ``M`` (C, d) with ``M M^T = A``, from the eigendecomposition of ``A``.
 
-    The paper writes ``mu = Lambda^{1/2} V^T`` (means as columns); here the means are rows,
-    ``M = V Lambda^{1/2}``, largest eigenvalue first.
+    With ``A = V E V^T`` (eigenvalues ``E``, largest first) the means are the rows of
+    ``M = V E^{1/2}`` (the paper stacks them as columns, ``E^{1/2} V^T``).
 
     Parameters
     ----------
@@ -185,6 +201,13 @@ def class_means_from_gram(gram, dim: int | None = None, *, tol: float = 1e-8) ->
     ------
     ValueError
         If ``gram`` is not symmetric, has a clearly negative eigenvalue, or ``dim`` is below its rank.
+
+    Examples
+    --------
+    >>> from ncbook.geometry import etf_gram
+    >>> m = class_means_from_gram(etf_gram(3))
+    >>> m.shape, bool(np.allclose(m @ m.T, etf_gram(3)))
+    ((3, 2), True)
     """
     a = check_array("gram", gram, ndim=2)
     check_symmetric("gram", a, atol=1e-8)

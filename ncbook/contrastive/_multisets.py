@@ -1,11 +1,12 @@
 """Negative-sampling distributions and the multiset reduction of the contrastive risk.
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``M`` multisets of size ``k``.
+Letters (the book's notation): ``C`` classes, ``k`` negatives per anchor, ``T`` multisets of size ``k``,
+``pi_c`` the class probabilities (keyword ``class_probs``; the paper writes ``lambda_c``).
 
 With ``k`` i.i.d. negatives and a loss ``psi`` that is symmetric in its arguments, the
 expectation over the ``C**k`` ordered class tuples collapses exactly onto the
-``binom(C + k - 1, k)`` multisets ``n = (n_1, ..., n_C)``, ``|n| = k``, each weighted by the
-multinomial probability ``k! / prod_c n_c! * prod_c q_c^{n_c}``.
+``binom(C + k - 1, k)`` multisets ``nu = (nu_1, ..., nu_C)``, ``|nu| = k``, each weighted by the
+multinomial probability ``k! / prod_c nu_c! * prod_c q_c^{nu_c}``.
 
 References
 ----------
@@ -35,14 +36,14 @@ def _check_k(k) -> int:
 def negative_distribution(class_probs, *, setting: str = "ucl") -> np.ndarray:
     r"""Class distribution ``q(c | y)`` of one negative given the anchor's class ``y``.
 
-    UCL (unsupervised) draws negatives from the data, so ``q(c | y) = lambda_c`` (the anchor's
+    UCL (unsupervised) draws negatives from the data, so ``q(c | y) = pi_c`` (the anchor's
     own class may appear: a *collision*). SCL (supervised) draws them from the other classes,
-    ``q(c | y) = lambda_c / (1 - lambda_y)`` for ``c != y``.
+    ``q(c | y) = pi_c / (1 - pi_y)`` for ``c != y``.
 
     Parameters
     ----------
     class_probs : array-like of shape (C,)
-        Class probabilities ``lambda`` on the simplex, all positive.
+        Class probabilities ``pi`` on the simplex, all positive.
     setting : {"ucl", "scl"}
 
     Returns
@@ -53,6 +54,11 @@ def negative_distribution(class_probs, *, setting: str = "ucl") -> np.ndarray:
     ------
     ValueError
         If ``class_probs`` is not a positive probability vector, or SCL is asked with one class.
+
+    Examples
+    --------
+    >>> negative_distribution([0.5, 0.25, 0.25], setting="scl")[0].tolist()   # an anchor of class 0
+    [0.0, 0.5, 0.5]
     """
     lam = check_probabilities(class_probs)
     check_in("setting", setting, SETTINGS)
@@ -72,7 +78,30 @@ def _negative_distribution(lam: np.ndarray, setting: str) -> np.ndarray:
 
 
 def num_multiset_terms(num_classes: int, k: int, *, setting: str = "ucl") -> int:
-    """Number of terms ``C * binom(C + k - 1, k)`` (UCL) or ``C * binom(C + k - 2, k)`` (SCL)."""
+    """Number of terms ``C * binom(C + k - 1, k)`` (UCL) or ``C * binom(C + k - 2, k)`` (SCL) of the exact risk.
+
+    Parameters
+    ----------
+    num_classes : int
+        ``C >= 1`` (UCL) or ``>= 2`` (SCL).
+    k : int
+        Negatives per anchor, ``>= 1``.
+    setting : {"ucl", "scl"}
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a count that is not an integer in its range, or an unknown setting.
+
+    Examples
+    --------
+    >>> num_multiset_terms(20, 4)   # the C = 20, k = 4 program
+    177100
+    """
     k = _check_k(k)
     check_in("setting", setting, SETTINGS)
     c = check_int("num_classes", num_classes, 1 if setting == "ucl" else 2)
@@ -81,21 +110,26 @@ def num_multiset_terms(num_classes: int, k: int, *, setting: str = "ucl") -> int
 
 
 def negative_multisets(neg_probs, k: int) -> tuple[np.ndarray, np.ndarray]:
-    r"""All multisets of ``k`` negatives over ``K`` classes, with their multinomial weights.
+    r"""All multisets of ``k`` negatives over ``C`` classes, with their multinomial weights.
 
     Parameters
     ----------
-    neg_probs : array-like of shape (K,)
-        Probability of each class for one negative (zeros allowed: those classes never appear).
+    neg_probs : array-like of shape (C,)
+        Probability ``q_c`` of each class for one negative (zeros allowed: those classes never appear).
     k : int
         Number of negatives, ``>= 1``.
 
     Returns
     -------
-    counts : ndarray of shape (M, K), int64
-        Row ``m`` is a multiset ``n`` with ``n.sum() == k``; ``M = binom(K + k - 1, k)``.
-    weights : ndarray of shape (M,), float64
-        ``k! / prod n_c! * prod q_c^{n_c}``; they sum to 1.
+    counts : ndarray of shape (T, C), int64
+        Each row is a multiset ``nu`` with ``nu.sum() == k``; ``T = binom(C + k - 1, k)``.
+    weights : ndarray of shape (T,), float64
+        ``k! / prod_c nu_c! * prod_c q_c^{nu_c}``; they sum to 1.
+
+    Raises
+    ------
+    ValueError
+        If ``neg_probs`` is not a probability vector or ``k < 1``.
 
     Examples
     --------
@@ -130,7 +164,7 @@ def _multisets(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def anchor_tables(lam: np.ndarray, k: int, setting: str) -> tuple[np.ndarray, np.ndarray]:
-    """Counts ``(M, C)`` over all classes and per-anchor weights ``(M, C)`` (column ``y``).
+    """Counts ``(T, C)`` over all classes and per-anchor weights ``(T, C)`` (column ``y``).
 
     Private: trusts its inputs. For SCL, multisets containing the anchor's class get weight 0.
     """
@@ -138,7 +172,7 @@ def anchor_tables(lam: np.ndarray, k: int, setting: str) -> tuple[np.ndarray, np
     counts = _count_matrix(c, k)
     q = _negative_distribution(lam, setting)  # (C, C)
     logq = np.log(np.where(q > 0, q, 1.0))  # the SCL diagonal (q = 0) is masked below
-    weights = np.exp(_log_multinomial(counts, k)[:, None] + counts @ logq.T)  # (M, C), one product
+    weights = np.exp(_log_multinomial(counts, k)[:, None] + counts @ logq.T)  # (T, C), one product
     if setting == "scl":
         weights[counts > 0] = 0.0  # column y: a multiset holding the anchor's class has probability 0
     return counts, weights

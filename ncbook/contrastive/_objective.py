@@ -2,12 +2,13 @@
 
 Private module: the classes trust their inputs (validated by the public functions).
 
-Letters: ``C`` classes, ``k`` negatives, ``M`` multisets, ``t`` temperature. The Gram matrix
+Letters (the book's notation): ``C`` classes, ``k`` negatives, ``T`` multisets ``nu``, ``tau`` the
+temperature (the code's ``t``), ``pi_y`` the class probabilities (the code's ``lam``). The Gram matrix
 ``A`` (C, C) has a unit diagonal; row ``y`` of the risk only depends on ``A[y, c]``, ``c != y``,
-through ``E[y, c] = exp((A[y, c] - 1) / t)`` (``E[y, y] = 1``: a collision is a constant).
+through ``E[y, c] = exp((A[y, c] - 1) / tau)`` (``E[y, y] = 1``: a collision is a constant).
 
-For one anchor class ``y`` the term is ``sum_n w_n(y) h(1 + sum_c n_c E[y, c])`` with
-``h = log`` (InfoNCE) or ``h(D) = D - 1`` (sum of exponentials, ``psi(z) = sum_j exp(z_j / t)``).
+For one anchor class ``y`` the term is ``sum_nu w_nu(y) h(1 + sum_c nu_c E[y, c])`` with
+``h = log`` (InfoNCE) or ``h(x) = x - 1`` (sum of exponentials, ``psi(g) = sum_j exp(g_j / tau)``).
 """
 
 from __future__ import annotations
@@ -29,18 +30,18 @@ def _exp_gram(a: np.ndarray, t: float) -> np.ndarray:
 class MultisetRisk:
     """InfoNCE risk averaged exactly over the multisets of ``k`` negatives.
 
-    The work is a few passes over the ``(M, C)`` table ``D[n, y] = 1 + sum_c n_c E[y, c]``, which
+    The work is a few passes over the ``(T, C)`` table ``D[nu, y] = 1 + sum_c nu_c E[y, c]``, which
     is kept for the last ``A`` seen (a Newton step asks for the value, gradient and Hessian at the
     same point). A multiset holds at most ``k`` distinct classes, so the matrix of count products
-    ``n_a n_b`` (M, C^2) that gives the row Hessians is sparse (``<= k^2`` entries a row): no dense
-    (M, C^2) array is formed.
+    ``nu_a nu_b`` (T, C^2) that gives the row Hessians is sparse (``<= k^2`` entries a row): no dense
+    (T, C^2) array is formed.
     """
 
     def __init__(self, lam: np.ndarray, k: int, setting: str, t: float):
         self.lam, self.k, self.t = lam, k, t
         counts, weights = anchor_tables(lam, k, setting)
-        self.cf = counts.astype(np.float64)  # (M, C)
-        self.lw = weights * lam[None, :]  # (M, C): lambda_y * w_n(y)
+        self.cf = counts.astype(np.float64)  # (T, C)
+        self.lw = weights * lam[None, :]  # (T, C): pi_y * w_nu(y)
         self._nn = None
         self._last = (None, None, None)
         self._value = None
@@ -49,7 +50,7 @@ class MultisetRisk:
         last_a, e, d = self._last
         if last_a is None or not np.array_equal(last_a, a):
             e = _exp_gram(a, self.t)
-            d = self.cf @ e.T  # (M, C): column y is the anchor class
+            d = self.cf @ e.T  # (T, C): column y is the anchor class
             d += 1.0
             self._last = (a.copy(), e, d)
             self._value = None
@@ -70,7 +71,7 @@ class MultisetRisk:
         return value, p
 
     def _pairs(self):
-        """Sparse (C^2, M) matrix of the count products ``n_a n_b`` (built once)."""
+        """Sparse (C^2, T) matrix of the count products ``nu_a nu_b`` (built once)."""
         if self._nn is None:
             cf = sparse.csr_matrix(self.cf)  # <= k entries a row
             c = cf.shape[1]
@@ -104,7 +105,7 @@ class MultisetRisk:
 
 
 class ExpRisk:
-    """Sum-of-exponentials risk, ``psi(z) = sum_j exp(z_j / t)``: linear in the counts, so
+    """Sum-of-exponentials risk, ``psi(g) = sum_j exp(g_j / tau)``: linear in the counts, so
     the average over negatives is ``k sum_c q(c|y) E[y, c]`` for every ``k``."""
 
     def __init__(self, lam: np.ndarray, k: int, setting: str, t: float):
@@ -130,7 +131,7 @@ class ExpRisk:
 
 
 class LargeKRisk:
-    """Large-``k`` InfoNCE limit (``log k`` dropped): ``sum_y lambda_y log sum_c q(c|y) E[y, c]``."""
+    """Large-``k`` InfoNCE limit (``log k`` dropped): ``sum_y pi_y log sum_c q(c|y) E[y, c]``."""
 
     def __init__(self, lam: np.ndarray, setting: str, t: float):
         self.lam, self.t = lam, t

@@ -1,6 +1,7 @@
 """Public entry points of the convex program: :func:`solve_gram` and :func:`optimal_gram`.
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature (keyword ``temperature``).
+Letters (the book's notation): ``C`` classes, ``k`` negatives per anchor, ``tau`` the temperature (keyword
+``temperature``), ``pi`` the class probabilities (keyword ``class_probs``), ``L(A)`` the contrastive risk.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["METHODS", "SOLVERS", "solve_gram", "optimal_gram"]
 
 METHODS = ("exact", "large_k", "bm")
 SOLVERS = ("auto", "newton", "bm", "CLARABEL", "SCS")
-_NEWTON_MAX_CLASSES = 60  # beyond this an m x m Newton solve (m = C(C-1)/2) costs seconds per step
+_NEWTON_MAX_CLASSES = 60  # beyond this a Newton system of size C(C-1)/2 costs seconds per step
 
 
 def solve_gram(
@@ -35,22 +36,23 @@ def solve_gram(
     rank: int | None = None,
     seed: int = 0,
 ) -> GramResult:
-    r"""Solve ``min S(A)`` over ``A >= 0`` (PSD) with ``diag(A) = 1``; return a :class:`GramResult`.
+    r"""Solve ``min L(A)`` over ``A >= 0`` (PSD) with ``diag(A) = 1``; return a :class:`GramResult`.
 
     Parameters
     ----------
     class_probs : array-like of shape (C,)
-        ``lambda``: strictly positive, sums to 1, ``C >= 2``.
+        ``pi``: strictly positive, sums to 1, ``C >= 2``.
     k : int or math.inf
         Negatives per anchor (``>= 1``). Ignored by ``method="large_k"`` (pass any ``k`` or ``math.inf``).
     setting : {"ucl", "scl"}
     temperature : float
-        Temperature ``t > 0``.
+        The temperature ``tau > 0``.
     psi : {"infonce", "exp"}
     method : {"exact", "large_k", "bm"}
         ``"exact"``: the exact multiset risk (``C binom(C + k - 1, k)`` terms for UCL).
-        ``"large_k"``: its large-``k`` limit ``S_inf`` (for batch-size ``k``, any ``C``).
-        ``"bm"``: the exact multiset risk through Burer-Monteiro (first-order, no ``m x m`` solves).
+        ``"large_k"``: its large-``k`` limit ``L_inf`` (for batch-size ``k``, any ``C``).
+        ``"bm"``: the exact multiset risk through Burer-Monteiro (first-order, no Newton systems of
+        size ``C(C-1)/2``).
     solver : {"auto", "newton", "bm", "CLARABEL", "SCS"}
         ``"auto"``: ``"newton"`` (our structured barrier method) for ``C <= 60``, else ``"bm"``;
         ``method="bm"`` forces ``"bm"``. ``"CLARABEL"``/``"SCS"``: the plain cvxpy formulation with

@@ -1,16 +1,18 @@
 """The contrastive risk of class-mean Gram matrices (the paper's lower bound).
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` temperature (keyword ``temperature``).
+Letters (the book's notation): ``C`` classes, ``k`` negatives per anchor, ``tau`` the temperature (keyword
+``temperature``), ``pi_y`` the class probabilities (keyword ``class_probs``; the paper writes ``lambda_y``),
+``nu`` a multiset of negatives, ``L`` the risk (the paper writes ``S``).
 
 With features collapsed onto unit-norm class means ``mu_c``, ``A = M M^T`` (C, C) and
 positives drawn independently from the anchor's class (so ``s_+ = 1``), the risk is
 
 .. math::
 
-    S(A) = \\sum_y \\lambda_y \\sum_{|n| = k} \\frac{k!}{\\prod_c n_c!} \\prod_c q(c|y)^{n_c}
-           \\log\\Big(1 + \\sum_c n_c e^{(A_{yc} - 1)/t}\\Big)
+    \\mathcal L(A) = \\sum_y \\pi_y \\sum_{|\\nu| = k} \\frac{k!}{\\prod_c \\nu_c!} \\prod_c q(c|y)^{\\nu_c}
+           \\log\\Big(1 + \\sum_c \\nu_c e^{(A_{yc} - 1)/\\tau}\\Big)
 
-for InfoNCE, and its large-``k`` limit ``S_inf(A) = sum_y lambda_y log sum_c q(c|y) e^{(A_yc - 1)/t}``.
+for InfoNCE, and its large-``k`` limit ``L_inf(A) = sum_y pi_y log sum_c q(c|y) e^{(A_yc - 1)/tau}``.
 
 References
 ----------
@@ -76,22 +78,22 @@ def _check_gram(gram, num_classes):
 
 def cl_risk(gram, class_probs, k, *, setting: str = "ucl", temperature: float = 1.0,
             psi: str = "infonce") -> float:
-    r"""Contrastive risk ``S(A)`` of a class-mean Gram matrix ``A``.
+    r"""Contrastive risk ``L(A)`` of a class-mean Gram matrix ``A`` (the paper's ``S(A)``).
 
     Parameters
     ----------
     gram : array-like of shape (C, C)
         Symmetric, unit diagonal (cosines of unit-norm class means).
     class_probs : array-like of shape (C,)
-        ``lambda``, strictly positive, summing to 1.
+        ``pi``, strictly positive, summing to 1.
     k : int or math.inf
-        Negatives per anchor; ``math.inf`` gives the large-``k`` limit ``S_inf`` (``log k`` dropped).
+        Negatives per anchor; ``math.inf`` gives the large-``k`` limit ``L_inf`` (``log k`` dropped).
     setting : {"ucl", "scl"}
         Unsupervised (negatives from the data) or supervised (negatives from other classes).
     temperature : float
-        Temperature ``t > 0``.
+        The temperature ``tau > 0``.
     psi : {"infonce", "exp"}
-        ``log(1 + sum_j exp(z_j / t))`` or ``sum_j exp(z_j / t)``.
+        ``log(1 + sum_j exp(g_j / tau))`` or ``sum_j exp(g_j / tau)`` of the score gaps ``g_j = s_j - s_+``.
 
     Returns
     -------
@@ -122,8 +124,9 @@ def cl_risk_gradient(gram, class_probs, k, *, setting: str = "ucl", temperature:
                      psi: str = "infonce"):
     r"""Gradient of :func:`cl_risk` over the off-diagonal entries, as a symmetric matrix.
 
-    Returns ``G`` (C, C) with zero diagonal such that ``dS = <G, dA>`` for every symmetric
-    ``dA`` with zero diagonal, i.e. ``G[i, j] = (1/2) dS / dA_{ij}`` where ``A_ij = A_ji`` move together.
+    Returns the matrix ``grad L(A)`` (C, C) with zero diagonal such that ``dL = <grad L(A), dA>`` for every
+    symmetric ``dA`` with zero diagonal, i.e. entry ``(i, j)`` is ``(1/2) dL / dA_{ij}`` where ``A_ij = A_ji``
+    move together.
 
     Parameters
     ----------
@@ -133,6 +136,18 @@ def cl_risk_gradient(gram, class_probs, k, *, setting: str = "ucl", temperature:
     Returns
     -------
     ndarray of shape (C, C), float64.
+
+    Raises
+    ------
+    ValueError
+        As :func:`cl_risk`.
+
+    Examples
+    --------
+    >>> from ncbook.geometry import etf_gram
+    >>> g = cl_risk_gradient(etf_gram(3), [1/3, 1/3, 1/3], 1)
+    >>> bool(np.allclose(g, g[0, 1] * (1 - np.eye(3))))   # the same on every pair at a symmetric point
+    True
     """
     lam, k, t, objective = _check_problem(class_probs, k, setting, temperature, psi)
     a = _check_gram(gram, lam.size)

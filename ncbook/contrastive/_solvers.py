@@ -1,14 +1,15 @@
-"""Solvers for the convex program ``min S(A)`` over correlation matrices (the elliptope).
+"""Solvers for the convex program ``min L(A)`` over correlation matrices (the elliptope).
 
-Letters: ``C`` classes, ``m = C (C - 1) / 2`` free entries ``x`` of ``A`` (its upper triangle).
+Letters (the book's notation): ``C`` classes, ``L(A)`` the contrastive risk (the paper's ``S(A)``), ``x`` the
+``C (C - 1) / 2`` free entries of ``A`` (its upper triangle).
 
 Three routes, all certified by the same duality bound (:func:`gap_certificate`):
 
 * ``"newton"`` -- a log-barrier path-following method written for this problem: the risk's
-  Hessian is cheap (row blocks), so each Newton step is one ``m x m`` solve. The C = 20, k = 4
+  Hessian is cheap (row blocks), so each Newton step is one solve of size ``C (C - 1) / 2``. The C = 20, k = 4
   program (177,100 multiset terms) takes seconds instead of minutes.
-* ``"bm"`` -- Burer-Monteiro: ``A = U U^T`` with unit rows ``U`` (C, r), L-BFGS on ``U`` started
-  at the simplex ETF (first-order, for sizes where ``m x m`` solves are too slow; C = 1000 in under
+* ``"bm"`` -- Burer-Monteiro: ``A = M M^T`` with unit rows ``M`` (C, r) (the class means), L-BFGS on
+  ``M`` started at the simplex ETF (first-order, for sizes where those solves are too slow; C = 1000 in under
   a minute of one core).
 * ``"CLARABEL"`` / ``"SCS"`` -- the plain cvxpy formulation (a reference; slow beyond ~1e5 terms).
 
@@ -49,7 +50,7 @@ class GramResult:
     solution : ndarray of shape (C, C)
         The optimal correlation matrix ``A*``.
     objective : float
-        ``S(A*)`` (for ``method="large_k"``: ``S_inf(A*)``).
+        ``L(A*)`` (for ``method="large_k"``: ``L_inf(A*)``).
     status : {"optimal", "inaccurate"}
         ``"optimal"`` when the certified ``gap`` is at most ``max(tol, 1e-9)`` (and the matrix is
         PSD with a unit diagonal, which every route guarantees); ``"inaccurate"`` otherwise, returned
@@ -59,7 +60,7 @@ class GramResult:
     seconds : float
         Wall time of the solve.
     gap : float
-        Certified bound on ``S(A) - S*`` (see :func:`gap_certificate`).
+        Certified bound on ``L(A) - L*`` (see :func:`gap_certificate`).
     method : {"exact", "large_k", "bm"}
         The objective and route asked for: the exact multiset risk, its large-``k`` limit, or the
         exact risk through Burer-Monteiro.
@@ -78,12 +79,13 @@ class GramResult:
 
 
 def gap_certificate(grad_sym: np.ndarray, gram: np.ndarray) -> float:
-    r"""Certified bound on ``S(A) - min S`` at a feasible ``A`` from the gradient ``G``.
+    r"""Certified bound on ``L(A) - min L`` at a feasible ``A`` from the gradient ``grad L(A)`` (``grad_sym``).
 
-    With ``y_i = -(G A)_{ii}`` and ``Z = G + Diag(y)``, convexity gives for every feasible ``B``
-    ``S(B) >= S(A) + <Z, B> - <Z, A>``; ``<Z, A> = 0`` and ``<Z, B> >= C lambda_min(Z)``, so
-    ``S(A) - S* <= C max(0, -lambda_min(Z))``. It is 0 exactly at the optimum (``Z`` is then the
-    dual certificate of the KKT conditions ``Z >= 0, Z A = 0``).
+    With the multipliers ``varphi_c = -(grad L(A) A)_{cc}`` and the dual matrix
+    ``Phi = grad L(A) + Diag(varphi)``, convexity gives for every feasible ``B``
+    ``L(B) >= L(A) + <Phi, B> - <Phi, A>``; ``<Phi, A> = 0`` and ``<Phi, B> >= C eig_min(Phi)``, so
+    ``L(A) - L* <= C max(0, -eig_min(Phi))``. It is 0 exactly at the optimum (``Phi`` is then the
+    dual certificate of the KKT conditions ``Phi >= 0, Phi A = 0``).
 
     Parameters
     ----------
@@ -101,6 +103,14 @@ def gap_certificate(grad_sym: np.ndarray, gram: np.ndarray) -> float:
     ValueError
         If either matrix is not square and finite, they differ in size, ``grad_sym`` is not
         symmetric, or ``gram`` is not symmetric positive semidefinite.
+
+    Examples
+    --------
+    >>> from ncbook.contrastive import cl_risk_gradient
+    >>> from ncbook.geometry import etf_gram
+    >>> a = etf_gram(3)                                   # the optimum of balanced classes
+    >>> gap_certificate(cl_risk_gradient(a, [1/3, 1/3, 1/3], 1), a) < 1e-12
+    True
     """
     g = check_array("grad_sym", grad_sym, ndim=2)
     a = check_array("gram", gram, ndim=2)
@@ -116,7 +126,7 @@ def gap_certificate(grad_sym: np.ndarray, gram: np.ndarray) -> float:
 
 def _gap_certificate(grad_sym: np.ndarray, gram: np.ndarray) -> float:
     g = grad_sym - np.diag(np.diag(grad_sym))
-    z = g - np.diag(np.einsum("ij,ji->i", g, gram))  # Z = G + Diag(y), y_i = -(G A)_ii
+    z = g - np.diag(np.einsum("ij,ji->i", g, gram))  # Phi = grad L + Diag(varphi), varphi_c = -(grad L A)_cc
     lmin = float(np.linalg.eigvalsh((z + z.T) / 2)[0])
     return gram.shape[0] * max(0.0, -lmin)
 
@@ -156,7 +166,7 @@ def _phi(risk, a, mu):
 
 
 def _solve_newton(risk, c, *, tol, max_iter, shrink=0.1):
-    """Log-barrier path following on ``S(A) - mu log det A``, Newton steps in ``x``."""
+    """Log-barrier path following on ``L(A) - mu log det A``, Newton steps in ``x``."""
     i, j, pidx = _pairs(c)
     x = np.zeros(i.size)
     a = np.eye(c)
@@ -199,7 +209,7 @@ def _start_factor(c, r, seed):
     """Rows of the simplex ETF (the balanced optimum) plus a small random tilt: ``(C, r)``.
 
     Starting BM next to the balanced optimum instead of at random cuts the iterations several
-    times for long-tailed ``lambda`` (whose optimum stays close to it)."""
+    times for long-tailed ``pi`` (whose optimum stays close to it)."""
     rng = np.random.default_rng(seed)
     v0 = 1e-3 * rng.standard_normal((c, r))
     etf = np.eye(c) - 1.0 / c  # centred basis vectors: cosines -1/(C-1) after normalisation

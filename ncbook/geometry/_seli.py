@@ -1,13 +1,14 @@
 r"""The SEL matrix and the SELI geometry of imbalanced neural collapse.
 
-Letters: ``C`` classes, ``n`` samples, ``n_c`` samples of class ``c``,
-``D = diag(n_c)``, ``P = I_C - 11^T/C`` (the centring projector), ``Y`` the
-``C x n`` one-hot label matrix. STEP imbalance: ``num_majority`` classes with
-``R`` times as many samples as each of the ``num_minority`` minority classes.
+Letters (the book's notation): ``C`` classes, ``n`` samples, ``n_c`` samples of class ``c``,
+``D = diag(n_c)``, ``P = I_C - 11^T/C`` (the centring projector), ``Y`` the one-hot labels (one row
+per sample, ``(n, C)``; the paper's ``Y`` is its ``C x n`` transpose), ``Zhat = Y P`` the simplex-encoded
+labels. STEP imbalance: ``C_maj`` (``num_majority``) classes with ``R`` times as many samples as each of the
+``C_min`` (``num_minority``) minority classes.
 
-Shapes follow PyTorch except where the paper's own object is returned: the SEL
-matrix is ``(C, n)`` as in the paper (one column per sample), while classifiers
-and class means are ``(C, C - 1)`` (one row per class).
+Shapes follow PyTorch except where the paper's own object is returned: :func:`sel_matrix` returns the
+paper's ``(C, n)`` SEL matrix (one column per sample), ``Zhat^T`` in the book's orientation, while
+classifiers and class means are ``(C, C - 1)`` (one row per class).
 
 References
 ----------
@@ -38,7 +39,7 @@ _METHODS = ("class", "svd")
 
 
 def sel_matrix(labels, num_classes: int) -> np.ndarray:
-    r"""The simplex-encoded-labels (SEL) matrix :math:`\hat Z = (I_C - \frac1C 11^\top) Y`.
+    r"""The simplex-encoded-labels (SEL) matrix in the paper's orientation, :math:`\hat Z^\top = P Y^\top`.
 
     Column ``i`` is :math:`e_{y_i} - \frac1C 1`: entry ``1 - 1/C`` on the true class
     and ``-1/C`` elsewhere.
@@ -53,8 +54,8 @@ def sel_matrix(labels, num_classes: int) -> np.ndarray:
     Returns
     -------
     ndarray of shape (C, n), float64
-        The paper's shape (one column per sample); the logits ``W H^T`` of code
-        with ``W (C, d)`` and ``H (n, d)`` have this shape too.
+        The paper's shape (one column per sample; the book's ``Zhat = Y P`` is its transpose); the
+        logits ``W H^T`` of code with ``W (C, d)`` and ``H (n, d)`` have this shape too.
 
     Raises
     ------
@@ -94,7 +95,7 @@ class SELIGeometry:
     classifiers : ndarray of shape (C, C - 1)
         Rows ``w_c`` with ``classifiers @ classifiers.T = classifier_gram``.
     means : ndarray of shape (C, C - 1)
-        Rows ``h_c`` with ``means @ means.T = mean_gram`` and
+        Rows ``mu_c`` with ``means @ means.T = mean_gram`` and
         ``classifiers @ means.T = P`` (the SEL matrix at class level).
     singular_values : ndarray of shape (C - 1,)
         Non-zero singular values of the sample-level SEL matrix, descending
@@ -148,9 +149,10 @@ def seli_geometry(counts, *, method: str = "class") -> SELIGeometry:
     r"""The SELI geometry (simplex-encoded-labels interpolation) of class counts.
 
     SELI is the geometry that the unconstrained-features model with cross-entropy
-    reaches at vanishing regularisation: with the SVD :math:`\hat Z = V\Lambda U^\top`
-    of the SEL matrix, :math:`WW^\top \propto V\Lambda V^\top`,
-    :math:`H^\top H \propto U\Lambda U^\top` and :math:`WH \propto \hat Z`.
+    reaches at vanishing regularisation: with the thin SVD :math:`\hat Z = U\Lambda V^\top` of the
+    simplex-encoded labels (``U`` ``(n, C-1)``, ``V`` ``(C, C-1)``), :math:`WW^\top \propto V\Lambda V^\top`,
+    :math:`HH^\top \propto U\Lambda U^\top` and :math:`HW^\top \propto \hat Z` (the paper, in its
+    orientation, writes :math:`\hat Z = V\Lambda U^\top`, :math:`H^\top H` and :math:`WH`).
     At class level, with :math:`D = \mathrm{diag}(n_c)`,
 
     .. math:: G_W = (PDP)^{1/2}, \qquad G_M = (PDP)^{+1/2}, \qquad G_W G_M = P.
@@ -274,33 +276,33 @@ def _summary(e: dict, k_maj: int, k_min: int, prefix: str) -> dict:
 def seli_step_closed_form(ratio: float, num_majority: int, num_minority: int) -> dict:
     r"""Closed-form SELI norms and angles under STEP imbalance.
 
-    With ``n_min = 1``, ``n_maj = R``, ``C = k_maj + k_min`` and
-    :math:`\mu = (R k_{min} + k_{maj})/C`, the eigenvalues of ``PDP`` are ``R``
-    (``k_maj - 1`` times), ``1`` (``k_min - 1`` times), ``mu`` (once) and ``0``, so
+    With ``n_min = 1``, ``n_maj = R``, ``C = C_maj + C_min`` and
+    :math:`\chi = (R C_{\min} + C_{\mathrm{maj}})/C`, the eigenvalues of ``PDP`` are ``R``
+    (``C_maj - 1`` times), ``1`` (``C_min - 1`` times), ``chi`` (once) and ``0``, so
 
     .. math::
-        \|w_{maj}\|^2 = \sqrt R (1 - \tfrac{1}{k_{maj}}) + \sqrt\mu \tfrac{k_{min}}{C k_{maj}},\quad
-        \|w_{min}\|^2 = (1 - \tfrac{1}{k_{min}}) + \sqrt\mu \tfrac{k_{maj}}{C k_{min}},
+        \|w_{\mathrm{maj}}\|^2 = \sqrt R (1 - \tfrac{1}{C_{\mathrm{maj}}}) + \sqrt\chi \tfrac{C_{\min}}{C C_{\mathrm{maj}}},\quad
+        \|w_{\min}\|^2 = (1 - \tfrac{1}{C_{\min}}) + \sqrt\chi \tfrac{C_{\mathrm{maj}}}{C C_{\min}},
 
-    :math:`\langle w_{maj}, w_{maj}'\rangle = -\sqrt R/k_{maj} + \sqrt\mu\, k_{min}/(C k_{maj})`,
-    :math:`\langle w_{min}, w_{min}'\rangle = -1/k_{min} + \sqrt\mu\, k_{maj}/(C k_{min})`,
-    :math:`\langle w_{maj}, w_{min}\rangle = -\sqrt\mu/C`; embeddings replace
-    :math:`\sqrt R \to 1/\sqrt R`, :math:`\sqrt\mu \to 1/\sqrt\mu`; and
-    :math:`\cos(w_c, h_c) = (1 - 1/C)/(\|w_c\|\|h_c\|)`.
+    :math:`\langle w_{\mathrm{maj}}, w_{\mathrm{maj}}'\rangle = -\sqrt R/C_{\mathrm{maj}} + \sqrt\chi\, C_{\min}/(C C_{\mathrm{maj}})`,
+    :math:`\langle w_{\min}, w_{\min}'\rangle = -1/C_{\min} + \sqrt\chi\, C_{\mathrm{maj}}/(C C_{\min})`,
+    :math:`\langle w_{\mathrm{maj}}, w_{\min}\rangle = -\sqrt\chi/C`; class means replace
+    :math:`\sqrt R \to 1/\sqrt R`, :math:`\sqrt\chi \to 1/\sqrt\chi`; and
+    :math:`\cos(w_c, \mu_c) = (1 - 1/C)/(\|w_c\|\|\mu_c\|)`.
 
     Parameters
     ----------
     ratio : float
         Imbalance ratio ``R = n_maj / n_min >= 1``.
     num_majority, num_minority : int
-        ``k_maj >= 1`` and ``k_min >= 1`` classes.
+        ``C_maj >= 1`` and ``C_min >= 1`` classes.
 
     Returns
     -------
     dict of float
         ``w_norm_ratio`` and ``h_norm_ratio`` (minority over majority), the cosines
         ``w_cos_maj_maj``, ``w_cos_min_min``, ``w_cos_maj_min`` and the same for
-        ``h``; also ``w_norm_maj``, ``w_norm_min``, ``h_norm_maj``, ``h_norm_min``
+        ``h`` (the keys' ``h`` is the class means ``mu_c``); also ``w_norm_maj``, ``w_norm_min``, ``h_norm_maj``, ``h_norm_min``
         (at ``n_min = 1``) and ``wh_cos_maj``, ``wh_cos_min``. A within-group cosine
         of a group with a single class is NaN.
 
@@ -335,17 +337,17 @@ def seli_step_limits(num_majority: int, num_minority: int) -> dict:
     r"""Large-``R`` limits of :func:`seli_step_closed_form`.
 
     Dividing the classifier Gram by :math:`\sqrt R` and letting ``R -> inf`` keeps
-    the majority block and the group-mean direction (:math:`\sqrt{\mu/R} \to
-    \sqrt{k_{min}/C}`) and drops the within-minority part: minority classifiers align
-    (``w_cos_min_min -> 1``). The minority embeddings keep their norm while the
-    majority ones shrink like :math:`R^{-1/4}`, so ``h_norm_ratio`` grows like
-    :math:`c\, R^{1/4}`; ``h_norm_ratio_rate`` is ``c``. With half minorities
+    the majority block and the group-mean direction (:math:`\sqrt{\chi/R} \to
+    \sqrt{C_{\min}/C}`) and drops the within-minority part: minority classifiers align
+    (``w_cos_min_min -> 1``). The minority class means keep their norm while the
+    majority ones shrink like :math:`R^{-1/4}`, so ``h_norm_ratio`` grows like a constant times
+    :math:`R^{1/4}`; ``h_norm_ratio_rate`` is that constant. With half minorities
     ``w_norm_ratio -> (1 + \sqrt2 (C - 2))^{-1/2}``.
 
     Parameters
     ----------
     num_majority, num_minority : int
-        ``k_maj >= 1`` and ``k_min >= 1``.
+        ``C_maj >= 1`` and ``C_min >= 1``.
 
     Returns
     -------
@@ -367,7 +369,7 @@ def seli_step_limits(num_majority: int, num_minority: int) -> dict:
     """
     k_maj, k_min = _check_groups(num_majority, num_minority)
     c = k_maj + k_min
-    rho = np.sqrt(k_min / c)  # lim sqrt(mu / R)
+    rho = np.sqrt(k_min / c)  # lim sqrt(chi / R)
     w = _summary(_step_entries(1.0, 0.0, rho, k_maj, k_min), k_maj, k_min, "w")
     h_maj = _step_entries(1.0, 0.0, 1 / rho, k_maj, k_min)  # times sqrt(R): majority block and cross term
     h_min_diag, h_min_off = 1 - 1 / k_min, -1 / k_min  # minority block at R = inf

@@ -1,7 +1,8 @@
 """Losses: functional forms and thin ``nn.Module`` wrappers.
 
-Letters: ``n`` samples (or anchors), ``C`` classes, ``d`` feature dimension,
-``k`` negatives per anchor. Logits are ``(n, C)``, features ``(n, d)``.
+Letters (the book's notation): ``n`` samples (or anchors), ``C`` classes, ``d`` feature dimension,
+``k`` negatives per anchor, ``tau`` the temperature (keyword ``temperature``), ``u_c`` class weights.
+Logits are ``(n, C)``, features ``(n, d)``.
 Every loss takes ``reduction`` in ``"none" | "mean" | "sum"``.
 """
 

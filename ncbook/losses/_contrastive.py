@@ -1,11 +1,12 @@
 """Generalized contrastive losses with ``k`` negatives per anchor, and UCL/SCL sampling.
 
-Letters: ``n`` anchors, ``k`` negatives per anchor, ``d`` feature dimension, ``temperature`` (the temperature).
+Letters (the book's notation): ``n`` anchors, ``k`` negatives per anchor, ``d`` feature dimension,
+``tau`` the temperature (keyword ``temperature``; the paper writes ``t``).
 
-With similarities ``s_+ = <f(x), f(x+)>`` and ``s_j = <f(x), f(x_j^-)>`` the loss is
-``psi(s_1 - s_+, ..., s_k - s_+)`` for a strictly convex, argument-wise increasing ``psi``:
-InfoNCE ``psi(z) = log(1 + sum_j exp(z_j / t))`` or the sum of exponentials
-``psi(z) = sum_j exp(z_j / t)``.
+With similarities ``s_+ = <f(x), f(x+)>`` and ``s_j = <f(x), f(x_j^-)>`` and the score gaps
+``g_j = s_j - s_+``, the loss is ``psi(g_1, ..., g_k)`` for a strictly convex, argument-wise increasing
+``psi``: InfoNCE ``psi(g) = log(1 + sum_j exp(g_j / tau))`` or the sum of exponentials
+``psi(g) = sum_j exp(g_j / tau)``.
 
 References
 ----------
@@ -58,7 +59,7 @@ def _similarities(anchor, positive, negatives, normalize):
         anchor, positive, negatives = (F.normalize(v, dim=-1, eps=safe_eps(v.dtype)) for v in (anchor, positive, negatives))
     s_pos = (anchor * positive).sum(-1)  # (n,)
     s_neg = torch.einsum("nd,nkd->nk", anchor, negatives)  # (n, k)
-    return s_neg - s_pos[:, None]  # (n, k): z_j = s_j - s_+
+    return s_neg - s_pos[:, None]  # (n, k): g_j = s_j - s_+
 
 
 def generalized_contrastive_loss(
@@ -79,10 +80,10 @@ def generalized_contrastive_loss(
     negatives : Tensor of shape (n, k, d)
         Row ``i`` holds the ``k`` negatives of anchor ``i``.
     temperature : float
-        Temperature ``> 0``.
+        The temperature ``tau > 0``.
     psi : {"infonce", "exp"} or callable
-        ``"infonce"``: ``log(1 + sum_j exp(z_j / t))``; ``"exp"``: ``sum_j exp(z_j / t)``;
-        a callable receives ``z / t`` of shape (n, k) and returns (n,).
+        ``"infonce"``: ``log(1 + sum_j exp(g_j / tau))``; ``"exp"``: ``sum_j exp(g_j / tau)``;
+        a callable receives the scaled gaps ``g / tau`` of shape (n, k) and returns (n,).
     normalize : bool
         L2-normalise the features first (the theory puts them on the unit sphere).
     reduction : {"none", "mean", "sum"}
@@ -116,9 +117,9 @@ def generalized_contrastive_loss(
 
 
 def info_nce(anchor, positive, negatives, temperature: float = 1.0, *, normalize: bool = True, reduction: str = "mean"):
-    r"""InfoNCE with ``k`` explicit negatives: ``log(1 + sum_j exp((s_j - s_+) / t))``.
+    r"""InfoNCE with ``k`` explicit negatives: ``log(1 + sum_j exp((s_j - s_+) / tau))``.
 
-    Equal to the cross-entropy of the logits ``[s_+, s_1, ..., s_k] / t`` at label 0. Arguments as in
+    Equal to the cross-entropy of the logits ``[s_+, s_1, ..., s_k] / tau`` at label 0. Arguments as in
     :func:`generalized_contrastive_loss`.
 
     Examples
@@ -156,14 +157,14 @@ def contrastive_batch_indices(labels, num_anchors: int, k: int, *, setting: str 
                               generator: torch.Generator | None = None):
     r"""Draw anchors, positives and ``k`` negatives per anchor, as indices into ``labels``.
 
-    Anchors are uniform over samples (so class ``y`` comes with probability ``lambda_y``); each
+    Anchors are uniform over samples (so class ``y`` comes with probability ``pi_y = n_y / n``); each
     positive is drawn uniformly and independently from the anchor's class (it may be the anchor
-    itself); UCL negatives are uniform over all samples (``q(c|y) = lambda_c``), SCL negatives
-    uniform over the samples of the other classes (``q(c|y) = lambda_c / (1 - lambda_y)``).
+    itself); UCL negatives are uniform over all samples (``q(c|y) = pi_c``), SCL negatives
+    uniform over the samples of the other classes (``q(c|y) = pi_c / (1 - pi_y)``).
 
     Parameters
     ----------
-    labels : Tensor of shape (N,), int64
+    labels : Tensor of shape (n,), any integer dtype
     num_anchors : int
     k : int
         Negatives per anchor, ``>= 1``.

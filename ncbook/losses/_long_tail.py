@@ -1,8 +1,10 @@
 r"""Long-tailed baselines: weighted CE, focal, LDAM(-DRW), logit adjustment and influence-balanced loss.
 
-Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``n_c`` training
-samples of class ``c``, ``pi_c = n_c / sum_k n_k`` the training prior. Logits are
-``(n, C)``, features ``(n, d)``, labels ``(n,)`` int64.
+Letters (the book's notation): ``n`` samples, ``C`` classes, ``d`` feature dimension, ``n_c`` training
+samples of class ``c``, ``pi_c = n_c / sum_c' n_c'`` the training prior, ``u_c`` the weight of class ``c``
+in a weighted loss (keyword ``weight``; the papers write ``w_c``, a classifier row in the book), ``z_i`` the
+logits and ``h_i`` the features of sample ``i``. Logits are ``(n, C)``, features ``(n, d)``, labels ``(n,)``
+of any integer dtype.
 
 Normalisers of ``reduction="mean"`` (they differ between public implementations,
 and they change the effective learning rate):
@@ -11,7 +13,7 @@ and they change the effective learning rate):
 loss                        ``"mean"`` divides by
 ==========================  =====================================================
 :func:`weighted_cross_entropy`  ``normalizer="weights"`` (default): the sum of
-                            ``w_{y_i}`` over the batch, as ``torch.nn.CrossEntropyLoss(weight=...)``
+                            ``u_{y_i}`` over the batch, as ``torch.nn.CrossEntropyLoss(weight=...)``
                             (Inv-Freq, CB, and LDAM-DRW's deferred weights);
                             ``normalizer="batch"``: the batch size ``n``.
 :func:`focal_loss`          ``n`` (as the LDAM-DRW and IB code).
@@ -73,23 +75,23 @@ def weighted_cross_entropy(
 ) -> torch.Tensor:
     r"""Class-weighted cross-entropy with an explicit normaliser.
 
-    .. math:: \mathcal L = \frac{\sum_i w_{y_i} \mathrm{CE}_i}{Z}, \quad
-              Z = \sum_i w_{y_i} \ (\text{"weights"}) \ \text{or} \ n \ (\text{"batch"})
+    .. math:: \mathcal L = \frac{\sum_i u_{y_i} \mathrm{CE}_i}{N_u}, \quad
+              N_u = \sum_i u_{y_i} \ (\text{"weights"}) \ \text{or} \ n \ (\text{"batch"})
 
     Parameters
     ----------
     logits : Tensor of shape (n, C)
     labels : Tensor of shape (n,), int64
     weight : array-like of shape (C,), optional
-        Class weights ``w_c >= 0``; all ones by default (plain CE).
+        Class weights ``u_c >= 0``; all ones by default (plain CE).
     normalizer : {"weights", "batch"}, default "weights"
         Used by ``reduction="mean"`` only. ``"weights"`` reproduces
-        ``torch.nn.CrossEntropyLoss(weight=w)``.
+        ``torch.nn.CrossEntropyLoss(weight=u)``.
     reduction : {"none", "mean", "sum"}
 
     Returns
     -------
-    Tensor: scalar, or (n,) per-sample ``w_{y_i} CE_i`` for ``"none"``.
+    Tensor: scalar, or (n,) per-sample ``u_{y_i} CE_i`` for ``"none"``.
 
     References
     ----------
@@ -146,12 +148,13 @@ def focal_loss(
     weight: Any = None,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    r"""Focal loss, ``w_{y_i} (1 - p_{i,y_i})^gamma CE_i``.
+    r"""Focal loss, ``u_{y_i} (1 - softmax(z_i)_{y_i})^gamma CE_i``.
 
-    ``gamma = 0`` is (weighted) cross-entropy. Lin et al. use ``gamma = 2`` for
-    detection; the LDAM-DRW and IB long-tail code use ``gamma = 1`` (the default here).
-    Here ``p_t`` comes from the unweighted softmax; the public long-tail code computes
-    it as ``exp(-w_y CE)``, which differs only when ``weight`` is given.
+    ``gamma`` is the focusing exponent (Lin et al.'s letter, no symbol of the book); ``gamma = 0`` is
+    (weighted) cross-entropy. Lin et al. use ``gamma = 2`` for detection; the LDAM-DRW and IB
+    long-tail code use ``gamma = 1`` (the default here). Here the true-class probability
+    ``softmax(z_i)_{y_i}`` (Lin et al.'s ``p_t``) comes from the unweighted softmax; the public
+    long-tail code computes it as ``exp(-u_y CE)``, which differs only when ``weight`` is given.
 
     Parameters
     ----------
@@ -223,23 +226,25 @@ def ldam_loss(
     weight: Any = None,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    r"""LDAM loss ``CE(s (z - m_{y} e_{y}), y)``, optionally class-weighted.
+    r"""LDAM loss: cross-entropy of ``scale * z`` after the additive margin ``gamma^add_y`` is subtracted
+    from the true-class logit ``z_y``, optionally class-weighted.
 
     The margin is subtracted from the true-class logit only, then every logit is
-    multiplied by ``s``. Cao et al. feed it cosine logits (a normalised classifier
-    and normalised features), for which ``s = 30`` is meant.
+    multiplied by ``scale``. Cao et al. feed it cosine logits (a normalised classifier
+    and normalised features), for which logits scaled by 30 are meant (the paper's ``s = 30``).
 
     Parameters
     ----------
     logits : Tensor of shape (n, C)
     labels : Tensor of shape (n,), int64
     margins : array-like of shape (C,)
-        ``m_c >= 0``, e.g. from :func:`ncbook.margins.ldam_margins`.
+        The additive margins ``gamma^add_c >= 0`` (Cao et al.'s ``Delta_c``), e.g. from
+        :func:`ncbook.margins.ldam_margins`.
     scale : float, default 30.0
     weight : array-like of shape (C,), optional
-        Class weights (DRW passes class-balanced weights after its switch epoch).
+        Class weights ``u_c`` (DRW passes class-balanced weights after its switch epoch).
     reduction : {"none", "mean", "sum"}
-        ``"mean"`` divides by ``sum_i w_{y_i}`` (``n`` without weights), as
+        ``"mean"`` divides by ``sum_i u_{y_i}`` (``n`` without weights), as
         ``F.cross_entropy(weight=...)`` in the official code.
 
     Returns
@@ -276,7 +281,7 @@ class LDAMLoss(nn.Module):
     drw_epoch : int or None, default 160
         First epoch with weights (Cao et al.: 160 of 200); ``None`` never reweights (plain LDAM).
     beta : float, default 0.9999
-        Effective-number parameter of the deferred weights.
+        Effective-number parameter of the deferred weights (the book's ``zeta``; Cui et al.'s ``beta``).
     reduction : {"none", "mean", "sum"}
 
     Notes
@@ -290,7 +295,7 @@ class LDAMLoss(nn.Module):
     Examples
     --------
     >>> loss = LDAMLoss([16, 1], scale=1.0, drw_epoch=None)
-    >>> loss.margins.tolist()  # 0.5 (n_min / n_c)^(1/4)
+    >>> loss.margins.tolist()  # gamma^add_c = 0.5 (n_min / n_c)^(1/4)
     [0.25, 0.5]
     >>> round(loss(torch.zeros(1, 2), torch.tensor([1])).item(), 4)  # log(1 + e^{0.5})
     0.9741
@@ -324,8 +329,10 @@ def logit_adjustment(logits: torch.Tensor, counts: Any, *, tau: float = 1.0) -> 
     ----------
     logits : Tensor of shape (n, C)
     counts : array-like of shape (C,), int
-        Training counts; ``pi_c = n_c / sum_k n_k``.
+        Training counts; ``pi_c = n_c / sum_c' n_c'``.
     tau : float, default 1.0
+        The adjustment's strength, ``>= 0`` (Menon et al.'s ``tau``; not a temperature, which the
+        book writes ``tau``: no book symbol).
 
     Returns
     -------
@@ -362,6 +369,7 @@ def logit_adjusted_loss(
     labels : Tensor of shape (n,), int64
     counts : array-like of shape (C,), int
     tau : float, default 1.0
+        The adjustment's strength, ``>= 0``, as in :func:`logit_adjustment`.
     reduction : {"none", "mean", "sum"}
         ``"mean"`` divides by ``n``.
 
@@ -415,8 +423,9 @@ def ib_loss(
 ) -> torch.Tensor:
     r"""Influence-balanced loss: CE divided by each sample's influence.
 
-    .. math:: \ell_i = w_{y_i} \, \mathrm{CE}_i \,
-              \frac{\alpha}{\lVert \mathrm{softmax}(z_i) - e_{y_i} \rVert_1 \, \lVert h_i \rVert_1 + \epsilon}
+    .. math:: \ell_i = u_{y_i} \, \mathrm{CE}_i \,
+              \frac{\alpha}{\lVert \mathrm{softmax}(z_i) - \mathrm{onehot}(y_i) \rVert_1 \, \lVert h_i \rVert_1
+              + \mathrm{eps}}
 
     The influence factor is not detached, as in the official code.
 
@@ -427,9 +436,11 @@ def ib_loss(
     features : Tensor of shape (n, d)
         Penultimate features ``h_i`` (the official code passes their L1 norm).
     weight : array-like of shape (C,), optional
-        Class weights (the official ``IBReweight`` rule: inverse frequency, sum ``C``).
+        Class weights ``u_c`` (the official ``IBReweight`` rule: inverse frequency, sum ``C``).
     alpha : float, default 1000.0
+        The influence scale ``> 0`` (Park et al.'s ``alpha``; the book's ``alpha`` is the Tikhonov strength).
     eps : float, default 1e-3
+        Added to the influence, ``> 0``.
     reduction : {"none", "mean", "sum"}
         ``"mean"`` divides by ``n``.
 

@@ -3,12 +3,14 @@
 Zhu, Zhao, Cui, Sun, Zhou, Yang and Zhang, "Reducing Class-Wise Performance
 Disparity via Margin Regularization" (MR2), ICLR 2026, arXiv:2602.00205.
 
-Letters: ``n`` samples in a batch, ``C`` (the paper's ``K``) classes, ``d`` the
-feature dimension. Logits are ``(n, C)``, penultimate features ``phi`` ``(n, d)``.
-The margin rules (MR2's ``gamma``, LDAM's ``Delta``) live in :mod:`ncbook.margins`.
+Letters (the book's notation; the paper writes ``K``, ``phi(x)``, ``||s_y||^2``, ``sbar``, ``c_bar``):
+``n`` samples in a batch, ``C`` classes, ``d`` the feature dimension, ``gamma_c`` the class margins,
+``sigma_c^2`` the spread of class ``c`` and ``sigma_bar^2`` its mean over classes (keyword ``sbar``). Logits
+are ``(n, C)``, penultimate features ``h`` ``(n, d)``. The margin rules (MR2's ``gamma_c``, LDAM's additive
+``gamma^add_c``) live in :mod:`ncbook.margins`.
 
 * :func:`margin_cross_entropy` -- the logit margin loss ``-log softmax(z / gamma_y)_y``;
-* :func:`representation_margin_loss` -- ``ln[1 + sum_{x+} exp(||phi - phi+||^2 - 2 sbar)]``;
+* :func:`representation_margin_loss` -- ``ln[1 + sum_{x+} exp(||h - h+||^2 - 2 sigma_bar^2)]``;
 * :class:`MR2Loss` -- their sum with per-class EMA statistics kept in ``state_dict()``;
 * :class:`FixedMarginLoss` -- fixed additive margins (the module form of :func:`ldam_loss`).
 """
@@ -58,7 +60,7 @@ def margin_cross_entropy(logits: torch.Tensor, labels, margins, reduction: str =
     logits : torch.Tensor of shape (n, C)
     labels : array-like of int of shape (n,)
     margins : array-like or torch.Tensor of shape (C,)
-        Positive ``gamma_k``; treated as constants (no gradient flows into them).
+        Positive margins ``gamma_c``; treated as constants (no gradient flows into them).
     reduction : {"none", "mean", "sum"}, default "mean"
 
     Returns
@@ -90,7 +92,7 @@ def margin_cross_entropy(logits: torch.Tensor, labels, margins, reduction: str =
 
 # --------------------------------------------------------------------------- representation margin loss
 def _rep_terms(features: torch.Tensor, labels: torch.Tensor, sbar, temperature: float):
-    """Per-anchor ``ln[1 + sum_pos exp((D - 2 sbar)/T)]`` and the has-positive mask."""
+    """Per-anchor ``ln[1 + sum_pos exp((dist^2 - 2 sigma_bar^2) / tau)]`` and the has-positive mask."""
     n = features.shape[0]
     diff = features.unsqueeze(1) - features.unsqueeze(0)  # (n, n, d)
     sq_dist = (diff * diff).sum(-1)  # (n, n); exact zeros on the diagonal, smooth gradients
@@ -112,13 +114,14 @@ def representation_margin_loss(
     r"""MR2's representation margin loss with in-batch positives.
 
     .. math::
-        \ell_{\bar s}(x) = T \ln\Big[1 + \sum_{x^+ \in D_y \setminus \{x\}}
-        \exp\Big(\frac{\|\phi(x) - \phi(x^+)\|^2 - 2\bar s}{T}\Big)\Big],
-        \qquad \bar s = \frac1K\sum_k \|s_k\|^2 .
+        \ell_{\mathrm{rep}}(x) = \tau \ln\Big[1 + \sum_{x^+ \in \mathcal B_y \setminus \{x\}}
+        \exp\Big(\frac{\|h(x) - h(x^+)\|^2 - 2\bar\sigma^2}{\tau}\Big)\Big],
+        \qquad \bar\sigma^2 = \frac1C\sum_c \sigma_c^2 ,
 
-    The paper's form is ``T = 1`` with the outer factor 1; it penalises same-class
-    pairs farther apart than ``2 sbar`` (the expected squared distance of two
-    samples from a class of spread ``sbar``), pulling classes together. Computed
+    with :math:`\mathcal B_y` the batch's samples of class :math:`y` (the paper writes :math:`\ell_{\bar s}`,
+    :math:`D_y`, :math:`\phi`, :math:`\bar s`). The paper's form is ``tau = 1`` with the outer factor 1; it
+    penalises same-class pairs farther apart than ``2 sigma_bar^2`` (the expected squared distance of two
+    samples from a class of spread ``sigma_bar^2``), pulling classes together. Computed
     stably as a log-sum-exp. Anchors with no positive in the batch are skipped (their
     per-anchor value is 0, never NaN); a batch of singletons gives a zero loss that
     still carries a graph.
@@ -128,10 +131,10 @@ def representation_margin_loss(
     features : torch.Tensor of shape (n, d)
     labels : array-like of int of shape (n,)
     sbar : float or 0-d torch.Tensor
-        The mean squared deviation ``sbar`` (>= 0); treated as a constant.
+        The mean spread ``sigma_bar^2`` (>= 0; the paper's ``sbar``); treated as a constant.
     temperature : float, default 1.0
-        ``T`` divides the exponent. The official code uses ``T = 10 d`` inside the
-        exponent and multiplies the result by ``d / 10`` (not ``T``); :class:`MR2Loss`
+        ``tau`` divides the exponent. The official code uses ``tau = 10 d`` inside the
+        exponent and multiplies the result by ``d / 10`` (not ``tau``); :class:`MR2Loss`
         applies that outer factor in ``mode="code"``. Here the value is
         ``ln[...]`` with no outer factor.
     reduction : {"none", "mean", "sum", "class"}, default "mean"
@@ -141,7 +144,7 @@ def representation_margin_loss(
         anchors of each class with >= 2 samples, summed over classes, divided by
         ``num_classes``.
     num_classes : int, optional
-        ``K``; required for ``reduction="class"``.
+        ``C``; required for ``reduction="class"``.
 
     Returns
     -------
@@ -160,8 +163,8 @@ def representation_margin_loss(
 
     Examples
     --------
-    >>> phi = torch.tensor([[0.0], [1.0], [3.0]])
-    >>> round(representation_margin_loss(phi, [0, 0, 1], 0.25).item(), 4)  # ln(1 + e^0.5)
+    >>> h = torch.tensor([[0.0], [1.0], [3.0]])
+    >>> round(representation_margin_loss(h, [0, 0, 1], 0.25).item(), 4)  # ln(1 + e^0.5)
     0.9741
     """
     features = check_features(features)
@@ -193,7 +196,7 @@ def representation_margin_loss(
 class MR2Loss(nn.Module):
     r"""MR2: logit margin loss with EMA-adaptive margins plus the representation margin loss.
 
-    .. math:: L = \ell_\gamma(z, y) + \lambda\, \ell_{\bar s}(x) .
+    .. math:: \mathcal L = \ell_\gamma(z, y) + \lambda_{\mathrm{rep}}\, \ell_{\mathrm{rep}}(x) .
 
     Each call first updates per-class EMAs of the batch statistics of
     :func:`class_feature_statistics` (features detached), then computes the margins
@@ -203,17 +206,18 @@ class MR2Loss(nn.Module):
     Parameters
     ----------
     num_classes : int
-        ``K``.
+        ``C``.
     c_bar : float, default 1.0
-        Mean margin. (The CIFAR code refers to an undefined ``self.c``; we use 1.)
+        The mean margin ``gamma_bar`` (the paper's ``c_bar``). (The CIFAR code refers to an undefined
+        ``self.c``; we use 1.)
     lam : float, default 0.1
-        Weight ``lambda`` of the representation loss (0 = logit margins only).
+        The weight ``lambda_rep`` of the representation loss (the paper's ``lambda``; 0 = logit margins only).
     ema : float, default 0.9
         EMA decay in [0, 1) (0.9 CIFAR, 0.999 ImageNet in the official code).
     p : float, optional
         Norm order of both statistics: 2 in ``"paper"`` mode, 5 in ``"code"`` mode.
     mode : {"paper", "code"}, default "paper"
-        ``"code"`` follows the official CIFAR code: ``p = 5``, ``sbar = 0``, exponent
+        ``"code"`` follows the official CIFAR code: ``p = 5``, ``sigma_bar^2 = 0``, exponent
         divided by ``10 d`` and the representation loss multiplied by ``d / 10`` with
         the class aggregation, EMAs reset at every epoch (through :meth:`set_epoch`),
         and classes with a single sample in a batch still update their EMA.
@@ -235,7 +239,7 @@ class MR2Loss(nn.Module):
 
     Notes
     -----
-    Unseen classes (EMA still 0) would shrink the normaliser ``sum_k t_k``; we give
+    Unseen classes (EMA still 0) would shrink the normaliser ``sum_c t_c``; we give
     them the mean statistics of the seen classes when computing margins (ours).
 
     References
@@ -245,8 +249,8 @@ class MR2Loss(nn.Module):
     Examples
     --------
     >>> loss = MR2Loss(2, lam=0.0)
-    >>> z, y, phi = torch.zeros(2, 2), torch.tensor([0, 1]), torch.eye(2)
-    >>> round(loss(z, y, phi).item(), 4)  # equal statistics: every margin is c_bar = 1, plain CE
+    >>> z, y, h = torch.zeros(2, 2), torch.tensor([0, 1]), torch.eye(2)
+    >>> round(loss(z, y, h).item(), 4)  # equal statistics: every margin is gamma_bar = c_bar = 1, plain CE
     0.6931
     """
 
@@ -325,12 +329,12 @@ class MR2Loss(nn.Module):
         return norms, devs
 
     def margins(self) -> torch.Tensor:
-        """Current margins ``gamma`` (C,); ``c_bar`` everywhere before any update."""
+        """Current margins ``gamma_c`` (C,); ``gamma_bar`` (``c_bar``) everywhere before any update."""
         norms, devs = self.statistics()
         return mr2_margins(norms, devs, c_bar=self.c_bar)
 
     def sbar(self) -> torch.Tensor:
-        """``sbar = mean_k ||s_k||^2`` over the EMAs (forced to 0 in code mode)."""
+        """``sigma_bar^2 = mean_c sigma_c^2`` over the EMAs (forced to 0 in code mode)."""
         if self.mode == "code":
             return torch.zeros((), device=self.mean_sq_dev_ema.device)
         return self.statistics()[1].mean()
@@ -366,9 +370,10 @@ class FixedMarginLoss(nn.Module):
     Parameters
     ----------
     margins : array-like of shape (C,)
-        Fixed ``Delta_k >= 0`` (e.g. :func:`ncbook.margins.ldam_margins`; all equal on balanced data).
+        Fixed additive margins ``gamma^add_c >= 0`` (Cao et al.'s ``Delta_c``; e.g.
+        :func:`ncbook.margins.ldam_margins`; all equal on balanced data).
     scale : float, default 1.0
-        ``s`` (LDAM uses 30 with a normalised head).
+        Multiplies every logit (LDAM scales by 30 with a normalised head).
     reduction : {"none", "mean", "sum"}
 
     Examples

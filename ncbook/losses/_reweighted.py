@@ -1,6 +1,10 @@
 """Inverse-reweighted cross-entropy: CE weighted per batch by the inverse-problem class weights.
 
-Letters: ``n`` samples in a batch, ``C`` classes. Logits are ``(n, C)``, labels ``(n,)``.
+Letters (the book's notation; the paper writes ``w_c`` for the class weights and ``gamma`` for the macro
+exponent): a batch ``B`` of ``b`` samples, ``b_c`` of them in class ``c``, ``C`` classes; ``L_c`` the batch's
+mean cross-entropy of class ``c`` and ``Lbar`` their plain mean over the classes present; ``u_c`` the class
+weights, ``beta_c`` the macro factors, ``kappa`` their exponent (keyword ``gamma``). Logits are ``(b, C)``,
+labels ``(b,)``.
 The weight rules (:func:`~ncbook.reweighting.inverse_weights`,
 :func:`~ncbook.reweighting.macro_factors`, :func:`~ncbook.reweighting.prior_weights`) live in
 :mod:`ncbook.reweighting`; this module holds the loss and its Module.
@@ -47,37 +51,38 @@ def inverse_reweighted_ce(
 ) -> torch.Tensor:
     r"""Cross-entropy reweighted per batch by the inverse-problem weights.
 
-    .. math:: \mathcal L = \frac{1}{n} \sum_{i=1}^n \operatorname{clip}\big(w^*_{y_i} \beta_{y_i}, 0, w_{\max}\big)\, \mathrm{CE}_i
+    .. math:: \mathcal L = \frac{1}{b} \sum_{i \in \mathcal B} \operatorname{clip}\big(u^\star_{y_i} \beta_{y_i},
+              0, u_{\max}\big)\, \mathrm{CE}_i
 
-    with ``w*`` from :func:`ncbook.reweighting.inverse_weights` on the batch class losses ``L_c`` and
-    ``beta`` the macro factors. The mean divides by the batch size ``n``.
+    with ``u*`` from :func:`ncbook.reweighting.inverse_weights` on the batch class losses ``L_c`` and
+    ``beta_c`` the macro factors. The mean divides by the batch size ``b``.
 
     With ``detach=False`` (the official code) and ``alpha = 0`` and no clipping,
-    ``w*_c L_c = Lbar`` so the loss equals ``Lbar * sum_c beta_c n_c / n``: its
+    ``u*_c L_c = Lbar`` so the loss equals ``Lbar * sum_c beta_c b_c / b``: within one batch its
     gradient is the gradient of the class-balanced batch mean ``Lbar`` times a
-    constant. With ``detach=True`` the gradient coefficient of ``L_c`` is
-    ``(n_c / n) beta_c Lbar / L_c`` instead.
+    factor of that batch. With ``detach=True`` the gradient coefficient of ``L_c`` is
+    ``(b_c / b) beta_c Lbar / L_c`` instead.
 
     Parameters
     ----------
-    logits : Tensor of shape (n, C)
-    labels : Tensor of shape (n,), int64
+    logits : Tensor of shape (b, C)
+    labels : Tensor of shape (b,), any integer dtype
     prior : array-like of shape (C,), optional
-        ``w^{(0)}`` (uniform by default), normalised to mean 1.
+        The prior weights ``u^(0)`` (uniform by default), normalised to mean 1.
     alpha : float, default 0.0
-        Tikhonov strength.
+        The Tikhonov strength ``alpha >= 0``.
     macro : array-like of shape (C,), optional
-        Macro factors ``beta`` (all ones by default).
+        Macro factors ``beta_c`` (all ones by default).
     detach : bool, default False
         Stop gradients through the weights.
     clamp : float or None, default 10.0
-        Upper clip ``w_max`` of the final weights (lower clip 0); ``None`` for none.
+        Upper clip ``u_max`` of the final weights (lower clip 0); ``None`` for none.
     eps : float, default 1e-8
     reduction : {"none", "mean", "sum"}
 
     Returns
     -------
-    Tensor: scalar, or (n,) for ``reduction="none"`` (the weighted per-sample losses).
+    Tensor: scalar, or (b,) for ``reduction="none"`` (the weighted per-sample losses).
 
     Raises
     ------
@@ -127,16 +132,18 @@ class InverseReweightedCE(nn.Module):
     and nothing is counted. From ``switch_epoch`` on, every call in training mode
     adds 1 to ``B_c`` for each class present in the batch and returns
     :func:`inverse_reweighted_ce`. At each epoch start, :meth:`set_epoch` recomputes
-    the macro factors ``beta = ncbook.reweighting.macro_factors(B, gamma)`` from the counts so far
-    (so in the switch epoch itself, with ``B = 0``, ``beta = 1``), as the official
+    the macro factors ``beta_c = ncbook.reweighting.macro_factors(B, gamma)`` (exponent ``kappa`` =
+    ``gamma``) from the counts so far (so in the switch epoch itself, with ``B_c = 0``, ``beta_c = 1``),
+    as the official
     training loop does.
 
     Parameters
     ----------
     num_classes : int
     alpha : float, default 0.0
+        The Tikhonov strength ``alpha >= 0``.
     gamma : float, default 1.0
-        Macro exponent; ``0`` switches the macro factor off.
+        The macro exponent ``kappa`` (the paper's ``gamma``); ``0`` switches the macro factor off.
     prior : {"uniform", "inv_freq", "inv_sqrt_freq"} or array-like, default "uniform"
     counts : array-like of shape (C,), optional
         Training counts, needed by the frequency priors.
@@ -151,12 +158,12 @@ class InverseReweightedCE(nn.Module):
     Attributes
     ----------
     batch_counts : Tensor of shape (C,), float64 buffer, ``B_c``.
-    macro_weight : Tensor of shape (C,), float64 buffer, the current ``beta``.
+    macro_weight : Tensor of shape (C,), float64 buffer, the current ``beta_c``.
     epoch : Tensor, int64 0-d buffer, the last epoch passed to :meth:`set_epoch`.
 
     Shape
     -----
-    logits ``(n, C)``, labels ``(n,)`` -> scalar (or ``(n,)`` for ``reduction="none"``).
+    logits ``(b, C)``, labels ``(b,)`` -> scalar (or ``(b,)`` for ``reduction="none"``).
 
     References
     ----------

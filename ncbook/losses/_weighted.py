@@ -1,23 +1,25 @@
 r"""Weighted InfoNCE (w-InfoNCE), its entropic lower bound and the prior weight builders.
 
-Letters: ``N`` points (samples, or anchors of a batch), ``d`` embedding dimension,
-``C`` classes, ``p`` label dimension. Embeddings ``z`` are ``(N, d)``; weight matrices
-``W`` are ``(N, N)``, non-negative; their diagonal is ignored everywhere (a point is never
-its own positive or negative).
+Letters (the book's notation; the paper writes ``N``, ``z_i``, ``W = (w_ij)``, ``p_ij``, ``q_ij``): ``n`` points
+(samples, or anchors of a batch), ``d`` embedding dimension, ``C`` classes, ``m`` label dimension,
+``tau`` the temperature (keyword ``temperature``). The embeddings ``h_i`` are the rows of ``z``, ``(n, d)``;
+the prior weights ``Omega = (omega_ij)`` (keyword ``weights``) are ``(n, n)``, non-negative; their diagonal is
+ignored everywhere (a point is never its own positive or negative).
 
 For an anchor ``i`` the prior weights give a target distribution over the other points,
-``p_ij = w_ij / sum_{k != i} w_ik``, and the latent similarities ``S_ij`` give the model's
-distribution ``q_ij = softmax_{j != i}(S_ij)``. The w-InfoNCE loss is the mean cross-entropy
+``pi_ij = omega_ij / sum_{j' != i} omega_ij'``, and the latent similarities ``S = (s_ij)`` give the model's
+distribution ``pihat_ij = softmax_{j != i}(s_ij)``. The w-InfoNCE loss is the mean cross-entropy
 
 .. math::
 
-    \mathcal L = \frac1N \sum_i \mathrm{CE}(p_i, q_i)
-               = \frac1N \sum_i \big[H(p_i) + \mathrm{KL}(p_i \,\|\, q_i)\big]
-               \ge \mathcal L^* = \frac1N \sum_i H(p_i),
+    \mathcal L = \frac1n \sum_i \mathrm{CE}(\pi_i, \hat\pi_i)
+               = \frac1n \sum_i \big[\mathbb H(\pi_i) + \mathrm{KL}(\pi_i \,\|\, \hat\pi_i)\big]
+               \ge \mathcal L^\star = \frac1n \sum_i \mathbb H(\pi_i),
 
-with equality iff ``S_ij = log w_ij + c_i``. Two latent similarities are provided:
-``"cosine"``, ``S_ij = <z_i, z_j> / (||z_i|| ||z_j|| tau)``, and ``"euclidean"``,
-``S_ij = -||z_i - z_j||^2 / tau`` (squared distance, unnormalised ``z``).
+with the entropy :math:`\mathbb H(\pi_i) = -\sum_j \pi_{ij} \log \pi_{ij}`, and equality iff
+``s_ij = log omega_ij + a_i``. Two latent similarities are provided:
+``"cosine"``, ``s_ij = <h_i, h_j> / (||h_i|| ||h_j|| tau)``, and ``"euclidean"``,
+``s_ij = -||h_i - h_j||^2 / tau`` (squared distance, unnormalised ``h``).
 
 Anchors whose weights to every other point are zero have no target; they are skipped
 (their per-anchor loss is 0 under ``reduction="none"`` and they are left out of the mean).
@@ -73,15 +75,15 @@ SIMILARITIES = ("cosine", "euclidean")
 
 # ---------------------------------------------------------------- weight builders
 def supcon_weights(labels) -> torch.Tensor:
-    """SupCon prior weights ``w_ij = 1[y_i = y_j]``.
+    """SupCon prior weights ``omega_ij = 1[y_i = y_j]``.
 
     Parameters
     ----------
-    labels : array-like of int, shape (N,)
+    labels : array-like of int, shape (n,)
 
     Returns
     -------
-    Tensor of shape (N, N), float64, with ones on the diagonal (ignored by every consumer).
+    Tensor of shape (n, n), float64, with ones on the diagonal (ignored by every consumer).
 
     References
     ----------
@@ -100,18 +102,18 @@ def soft_supcon_weights(labels, epsilon: float) -> torch.Tensor:
     r"""Soft SupCon prior weights: 1 within a class, ``epsilon`` across classes.
 
     Under a cosine latent the optimum puts every pair of class prototypes at cosine
-    :math:`\rho = 1 - \tau \log(1/\epsilon)`, whatever the class sizes; the regular
-    simplex (``rho = -1/(C-1)``) is reached at :math:`\epsilon^* = \exp(-C / ((C-1)\tau))`.
+    :math:`\cos_\epsilon = 1 - \tau \log(1/\epsilon)`, whatever the class sizes; the regular
+    simplex (``cos_eps = -1/(C-1)``) is reached at :math:`\epsilon^\star = \exp(-C / ((C-1)\tau))`.
 
     Parameters
     ----------
-    labels : array-like of int, shape (N,)
+    labels : array-like of int, shape (n,)
     epsilon : float
         Weight of a pair from different classes, ``0 < epsilon <= 1``.
 
     Returns
     -------
-    Tensor of shape (N, N), float64.
+    Tensor of shape (n, n), float64.
 
     Raises
     ------
@@ -144,21 +146,21 @@ def _as_label_matrix(y, name: str) -> torch.Tensor:
 
 
 def gaussian_kernel_weights(y, sigma: float) -> torch.Tensor:
-    r"""Gaussian-kernel weights on continuous labels, ``w_ij = exp(-||y_i - y_j||^2 / (2 sigma^2))``.
+    r"""Gaussian-kernel weights on continuous labels, ``omega_ij = exp(-||y_i - y_j||^2 / (2 sigma^2))``.
 
     The y-Aware loss pairs these weights with a cosine latent; Euclid-Euclid pairs them
-    with the Euclidean latent ``-||z_i - z_j||^2 / tau``.
+    with the Euclidean latent ``-||h_i - h_j||^2 / tau``.
 
     Parameters
     ----------
-    y : array-like of shape (N,) or (N, p)
-        Continuous labels (1-D labels are treated as ``p = 1``).
+    y : array-like of shape (n,) or (n, m)
+        Continuous labels (1-D labels are treated as ``m = 1``).
     sigma : float
         Kernel bandwidth, ``> 0`` (y-Aware's default is 1).
 
     Returns
     -------
-    Tensor of shape (N, N), float64, symmetric, with ones on the diagonal. The exact kernel
+    Tensor of shape (n, n), float64, symmetric, with ones on the diagonal. The exact kernel
     whenever float64 can hold it; when a whole row would underflow to 0 (a tiny ``sigma``),
     the kernel is computed in log space and scaled by one global factor so that the largest
     off-diagonal weight is 1. A global factor changes neither :func:`w_info_nce`, its
@@ -183,20 +185,21 @@ def gaussian_kernel_weights(y, sigma: float) -> torch.Tensor:
 
 
 def xclr_weights(label_embeddings, label_temperature: float) -> torch.Tensor:
-    r"""X-CLR weights ``w_ij = exp(<e_i, e_j> / tau_s)`` from unit label embeddings.
+    r"""X-CLR weights ``omega_ij = exp(<e_i, e_j> / tau_s)`` from unit label embeddings ``e_i``.
 
     Rows of ``label_embeddings`` are normalised to unit length first. After row
-    normalisation these are X-CLR's targets ``softmax_j(G_ij / tau_s)``.
+    normalisation these are X-CLR's targets ``softmax_j((G_e)_ij / tau_s)``, with ``G_e`` the Gram of the
+    unit label embeddings (the paper's ``G``).
 
     Parameters
     ----------
-    label_embeddings : array-like of shape (N, p)
+    label_embeddings : array-like of shape (n, m)
     label_temperature : float
-        Temperature of the label similarities, ``> 0``.
+        The label temperature ``tau_s > 0`` (of the label similarities).
 
     Returns
     -------
-    Tensor of shape (N, N), float64, symmetric. The exact weights whenever float64 can hold
+    Tensor of shape (n, n), float64, symmetric. The exact weights whenever float64 can hold
     them; at a ``tau_s`` so small that ``exp`` would overflow, they are computed in log
     space and scaled by one global factor (largest off-diagonal weight 1, unit diagonal),
     which leaves the targets ``softmax_j`` unchanged.
@@ -261,19 +264,20 @@ def _check_tau(temperature) -> float:
 
 
 def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", temperature: float) -> torch.Tensor:
-    """Latent similarity matrix ``S`` of the rows of ``z``.
+    """Latent similarity matrix ``S = (s_ij)`` of the embeddings ``h_i``, the rows of ``z``.
 
     Parameters
     ----------
-    z : Tensor of shape (N, d)
+    z : Tensor of shape (n, d)
+        The embeddings ``h_i`` as rows (the book's ``H``).
     similarity : {"cosine", "euclidean"}
-        ``"cosine"``: ``cos(z_i, z_j) / tau``; ``"euclidean"``: ``-||z_i - z_j||^2 / tau``.
+        ``"cosine"``: ``cos(h_i, h_j) / tau``; ``"euclidean"``: ``-||h_i - h_j||^2 / tau``.
     temperature : float
-        Temperature, ``> 0``.
+        The temperature ``tau > 0``.
 
     Returns
     -------
-    Tensor of shape (N, N) (the diagonal is kept; callers mask it).
+    Tensor of shape (n, n) (the diagonal is kept; callers mask it).
 
     Examples
     --------
@@ -334,38 +338,38 @@ def w_info_nce(
     temperature: float,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    r"""Weighted InfoNCE loss of embeddings ``z`` under prior weights ``W``.
+    r"""Weighted InfoNCE loss of the embeddings ``h_i`` (rows of ``z``) under prior weights ``Omega``.
 
     .. math::
 
-        \ell_i = -\sum_{j \ne i} p_{ij} \log \frac{e^{S_{ij}}}{\sum_{k \ne i} e^{S_{ik}}},
-        \qquad p_{ij} = \frac{w_{ij}}{\sum_{k \ne i} w_{ik}}.
+        \ell_i = -\sum_{j \ne i} \pi_{ij} \log \frac{e^{s_{ij}}}{\sum_{j' \ne i} e^{s_{ij'}}},
+        \qquad \pi_{ij} = \frac{\omega_{ij}}{\sum_{j' \ne i} \omega_{ij'}}.
 
     Computed in log space with the diagonal masked to ``-inf`` before the log-sum-exp, so
     unnormalised float32 features cannot underflow.
 
     Parameters
     ----------
-    z : Tensor of shape (N, d)
-        Embeddings (one row a point). Cosine similarity normalises them inside.
-    weights : Tensor or ndarray of shape (N, N)
-        Non-negative prior weights; the diagonal is ignored. Need not be symmetric.
+    z : Tensor of shape (n, d)
+        Embeddings ``h_i`` (one row a point). Cosine similarity normalises them inside.
+    weights : Tensor or ndarray of shape (n, n)
+        Non-negative prior weights ``Omega``; the diagonal is ignored. Need not be symmetric.
     similarity : {"cosine", "euclidean"}
     temperature : float
-        Temperature, ``> 0``.
+        The temperature ``tau > 0``.
     reduction : {"none", "mean", "sum"}
-        ``"none"`` gives the ``(N,)`` per-anchor losses (0 for an anchor without any
+        ``"none"`` gives the ``(n,)`` per-anchor losses (0 for an anchor without any
         positive weight); ``"mean"`` averages over anchors that have one (0 if none has).
 
     Returns
     -------
-    Tensor: scalar, or ``(N,)`` with ``reduction="none"``.
+    Tensor: scalar, or ``(n,)`` with ``reduction="none"``.
 
     Raises
     ------
     ValueError
-        If ``weights`` is not ``(N, N)``, is negative or non-finite, ``tau <= 0``,
-        ``similarity`` or ``reduction`` is unknown, or ``N < 2``.
+        If ``weights`` is not ``(n, n)``, is negative or non-finite, ``temperature <= 0``,
+        ``similarity`` or ``reduction`` is unknown, or ``n < 2``.
 
     References
     ----------
@@ -393,14 +397,14 @@ def w_info_nce(
 
 
 def entropic_lower_bound(weights) -> float:
-    r"""The entropic lower bound :math:`\mathcal L^* = \frac1N\sum_i H(p_i)` of w-InfoNCE.
+    r"""The entropic lower bound :math:`\mathcal L^\star = \frac1n\sum_i \mathbb H(\pi_i)` of w-InfoNCE.
 
     Anchors without any positive weight are left out, as in :func:`w_info_nce`.
 
     Parameters
     ----------
-    weights : Tensor or ndarray of shape (N, N)
-        Non-negative prior weights; the diagonal is ignored.
+    weights : Tensor or ndarray of shape (n, n)
+        Non-negative prior weights ``Omega``; the diagonal is ignored.
 
     Returns
     -------
@@ -413,7 +417,7 @@ def entropic_lower_bound(weights) -> float:
 
     References
     ----------
-    arXiv:2605.13943, the entropic lower bound (reached iff ``S_ij = log w_ij + c``).
+    arXiv:2605.13943, the entropic lower bound (reached iff ``s_ij = log omega_ij + a_i``).
 
     Examples
     --------
@@ -441,20 +445,20 @@ def column_normalized_w_info_nce(
     ``weights /= weights.sum(axis=1)``; NumPy broadcasts the row sums along the *last*
     axis, so entry ``(i, j)`` is divided by the sum of row ``j``:
 
-    .. math:: \tilde p_{ij} = \frac{w_{ij}}{\sum_{k \ne j} w_{jk}}, \qquad
-              \ell_i = -\sum_{j \ne i} \tilde p_{ij} \log q_{ij}.
+    .. math:: \tilde\pi_{ij} = \frac{\omega_{ij}}{\sum_{j' \ne j} \omega_{jj'}}, \qquad
+              \ell_i = -\sum_{j \ne i} \tilde\pi_{ij} \log \hat\pi_{ij}.
 
     Rows no longer sum to one: anchors in dense label regions weigh less, positives in
     sparse regions weigh more. Use :func:`w_info_nce` for the intended loss.
 
     Parameters
     ----------
-    z, weights, similarity, tau, reduction
+    z, weights, similarity, temperature, reduction
         As in :func:`w_info_nce` (every anchor counts in the mean).
 
     Returns
     -------
-    Tensor: scalar, or ``(N,)`` with ``reduction="none"``.
+    Tensor: scalar, or ``(n,)`` with ``reduction="none"``.
 
     References
     ----------
@@ -495,7 +499,7 @@ def _check_prototype_inputs(prototypes, counts, class_weights):
     if (om < 0).any():
         raise ValueError(f"class_weights must be non-negative; got minimum {om.min().item():.4g}.")
     m = torch.as_tensor(cnt, dtype=prototypes.dtype, device=prototypes.device)
-    mult = m[None, :].repeat(c, 1) - torch.eye(c, dtype=prototypes.dtype, device=prototypes.device)  # m_cc'
+    mult = m[None, :].repeat(c, 1) - torch.eye(c, dtype=prototypes.dtype, device=prototypes.device)  # n_cc'
     return prototypes, m, mult, om
 
 
@@ -509,14 +513,14 @@ def prototype_w_info_nce(
 ) -> torch.Tensor:
     r"""Class-level w-InfoNCE: every sample of class ``c`` sits at its prototype ``mu_c``.
 
-    With multiplicities :math:`m_{cc'} = n_{c'} - \delta_{cc'}` (the other points an anchor
-    of class ``c`` sees in class ``c'``) and class weights :math:`\Omega`,
+    With multiplicities :math:`n_{cc'} = n_{c'} - \mathbb 1[c = c']` (the other points an anchor
+    of class ``c`` sees in class ``c'``) and class-level prior weights :math:`\bar\Omega = (\bar\omega_{cc'})`,
 
     .. math::
 
-        \mathrm{CE}_c = -\sum_{c'} p_{cc'} S_{cc'} + \log \sum_{c'} m_{cc'} e^{S_{cc'}},
-        \quad p_{cc'} \propto m_{cc'} \Omega_{cc'}, \quad
-        \mathcal L = \frac{1}{N}\sum_c n_c \mathrm{CE}_c.
+        \mathrm{CE}_c = -\sum_{c'} \pi_{cc'} S_{cc'} + \log \sum_{c'} n_{cc'} e^{S_{cc'}},
+        \quad \pi_{cc'} \propto n_{cc'} \bar\omega_{cc'}, \quad
+        \mathcal L = \frac{1}{n}\sum_c n_c \mathrm{CE}_c.
 
     This equals :func:`w_info_nce` on the collapsed samples exactly, at ``C x C`` cost.
 
@@ -526,9 +530,10 @@ def prototype_w_info_nce(
     counts : array-like of int, shape (C,)
         Samples per class, all ``>= 1``.
     class_weights : Tensor or ndarray of shape (C, C)
-        ``Omega_cc'``, the weight of a pair (class ``c``, class ``c'``); non-negative.
+        ``bar omega_cc'``, the weight of a pair (class ``c``, class ``c'``); non-negative.
     similarity : {"cosine", "euclidean"}
     temperature : float
+        The temperature ``tau > 0``.
 
     Returns
     -------
@@ -596,10 +601,11 @@ class WInfoNCELoss(nn.Module):
     Parameters
     ----------
     weight_fn : callable
-        ``weight_fn(targets) -> (B, B)`` weights for a batch (e.g.
+        ``weight_fn(targets) -> (b, b)`` weights for a batch of size ``b`` (e.g.
         ``functools.partial(soft_supcon_weights, epsilon=1e-3)``).
     similarity : {"cosine", "euclidean"}
     temperature : float
+        The temperature ``tau > 0``.
     reduction : {"none", "mean", "sum"}
 
     Notes
@@ -609,7 +615,7 @@ class WInfoNCELoss(nn.Module):
 
     Shape
     -----
-    features ``(B, d)``, targets ``(B,)`` or ``(B, p)``; output scalar or ``(B,)``.
+    features ``(b, d)``, targets ``(b,)`` or ``(b, m)``; output scalar or ``(b,)``.
 
     Examples
     --------

@@ -1,13 +1,15 @@
 r"""Geometry-fit metrics of weighted contrastive learning: entropic gap, r2_s-sim, r2_Proc.
 
-Letters: ``N`` points, ``d`` embedding dimension. Embeddings ``z`` are ``(N, d)``, prior
-weights ``W`` are ``(N, N)`` (diagonal ignored).
+Letters (the book's notation; the paper writes ``N``, ``z_i``, ``W = (w_ij)``, ``p_i``, ``q_i``): ``n``
+points, ``d`` embedding dimension. The embeddings ``h_i`` are the rows of ``z``, ``(n, d)``; the prior
+weights ``Omega = (omega_ij)`` (keyword ``weights``) are ``(n, n)`` (diagonal ignored); ``pi_i`` and
+``pihat_i`` are anchor ``i``'s target and model distributions (see :mod:`ncbook.losses`).
 
-* ``entropic_gap``: :math:`\mathcal L - \mathcal L^* = \frac1N \sum_i \mathrm{KL}(p_i \| q_i)`,
+* ``entropic_gap``: :math:`\mathcal L - \mathcal L^\star = \frac1n \sum_i \mathrm{KL}(\pi_i \| \hat\pi_i)`,
   computed directly as a mean KL divergence (no cancellation between two large numbers, so
   exponentially small gaps stay visible).
-* ``r2_similarity``: squared Pearson correlation, over pairs ``i < j`` with ``w_ij > 0``,
-  between the latent similarity ``S_ij`` and its optimal value ``log w_ij`` (up to ``c``).
+* ``r2_similarity``: squared Pearson correlation, over pairs ``i < j`` with ``omega_ij > 0``,
+  between the latent similarity ``s_ij`` and its optimal value ``log omega_ij`` (up to ``a_i``).
 * ``r2_procrustes``: ``1 - `` the Procrustes disparity between the embedding and a
   reference configuration (centring, unit Frobenius scaling, rotation or reflection).
 
@@ -41,7 +43,7 @@ def _similarity_np(z: np.ndarray, similarity: str) -> np.ndarray:
 def _inputs(z, weights):
     z = as_float64(z, "z")
     if z.ndim != 2 or z.shape[0] < 2:
-        raise ValueError(f"z must be 2-D of shape (N, d) with N >= 2; got shape {z.shape}.")
+        raise ValueError(f"z must be 2-D of shape (n, d) with n >= 2 points; got shape {z.shape}.")
     if not np.all(np.isfinite(z)):
         raise ValueError("z must be finite; it holds NaN or infinite values.")
     check_square("weights", weights)
@@ -54,25 +56,25 @@ def _inputs(z, weights):
 
 
 def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) -> float:
-    r"""Entropic gap :math:`\mathcal L - \mathcal L^*` of w-InfoNCE at embeddings ``z``.
+    r"""Entropic gap :math:`\mathcal L - \mathcal L^\star` of w-InfoNCE at the embeddings ``h_i`` (rows of ``z``).
 
     Parameters
     ----------
-    z : Tensor or ndarray of shape (N, d)
-    weights : Tensor or ndarray of shape (N, N)
-        Non-negative prior weights (diagonal ignored).
+    z : Tensor or ndarray of shape (n, d)
+    weights : Tensor or ndarray of shape (n, n)
+        Non-negative prior weights ``Omega`` (diagonal ignored).
     similarity : {"cosine", "euclidean"}
     temperature : float
-        Temperature, ``> 0``.
+        The temperature ``tau > 0``.
 
     Returns
     -------
-    float, ``>= 0``: mean over anchors with a positive weight of ``KL(p_i || q_i)``.
+    float, ``>= 0``: mean over anchors with a positive weight of ``KL(pi_i || pihat_i)``.
 
     Raises
     ------
     ValueError
-        On mismatched shapes, negative weights, ``tau <= 0`` or an unknown ``similarity``.
+        On mismatched shapes, negative weights, ``temperature <= 0`` or an unknown ``similarity``.
 
     References
     ----------
@@ -103,21 +105,23 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) 
 
 
 def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:
-    r"""Squared Pearson correlation of ``S_ij`` and ``log w_ij`` over pairs ``i < j``.
+    r"""Squared Pearson correlation of ``s_ij`` and ``log omega_ij`` over pairs ``i < j``.
 
-    Pairs with ``w_ij = 0`` (``log w = -inf``) are left out. The temperature only rescales
+    Pairs with ``omega_ij = 0`` (``log omega = -inf``) are left out. The temperature only rescales
     ``S`` and does not change the correlation.
 
     Parameters
     ----------
-    z : Tensor or ndarray of shape (N, d)
-    weights : Tensor or ndarray of shape (N, N)
+    z : Tensor or ndarray of shape (n, d)
+        The embeddings ``h_i`` as rows.
+    weights : Tensor or ndarray of shape (n, n)
+        The prior weights ``Omega``.
     similarity : {"cosine", "euclidean"}
 
     Returns
     -------
     float in ``[0, 1]``; 1 when ``S`` is an increasing or decreasing affine function of
-    ``log W`` (the optimum, ``S = log W + c``, gives 1). ``nan`` when either side is constant.
+    ``log Omega`` (the optimum, ``s_ij = log omega_ij + a``, gives 1). ``nan`` when either side is constant.
 
     References
     ----------
@@ -147,9 +151,9 @@ def r2_procrustes(z, reference) -> float:
 
     Parameters
     ----------
-    z : Tensor or ndarray of shape (N, d1)
+    z : Tensor or ndarray of shape (n, d1)
         Learned embeddings.
-    reference : Tensor or ndarray of shape (N, d2)
+    reference : Tensor or ndarray of shape (n, d2)
         The predicted optimum (e.g. an embedding from :mod:`ncbook.dgp`) or the labels.
 
     Returns

@@ -90,15 +90,15 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     Parameters
     ----------
     model : module with ``features(x) -> (n, d)``
-    x : Tensor (N, ...)
+    x : Tensor (n, ...)
         Training inputs (kept on ``device``; index batches from it).
-    y : LongTensor (N,)
-        Labels; the class proportions are the ``lambda`` of the theory.
+    y : LongTensor (n,)
+        Labels; the class proportions are the class probabilities ``pi_c`` of the theory (the paper's ``lambda``).
     k : int
         Negatives per anchor.
     setting : {"ucl", "scl"}
     temperature : float
-        Temperature ``> 0``.
+        The temperature ``tau > 0``.
     psi : {"infonce", "exp"}
     steps, batch_size, lr, momentum, weight_decay
         Optimisation (``batch_size`` anchors per step).

@@ -328,9 +328,9 @@ def _global_batch_loss(loss_fn, logits, labels, feats):
     """The loss of the global batch, computed identically on every rank, with a gradient that
     ``DistributedDataParallel``'s average over ranks turns into the global batch's gradient.
 
-    Each rank holds the gradient of the global loss ``G`` with respect to its own rows only; the
-    sum over ranks of these is the full gradient. DDP averages, so the value returned is ``G`` and
-    its gradient is ``W`` times that of ``G`` (``W`` the world size).
+    Each rank holds the gradient of the global loss ``L`` with respect to its own rows only; the
+    sum over ranks of these is the full gradient. DDP averages, so the value returned is ``L`` and
+    its gradient is ``world_size`` times that of ``L``.
     """
     ws = world_size()
     loss = call_loss(loss_fn, _gather_batch(logits), labels, _gather_batch(feats))
@@ -406,8 +406,8 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
         Mixed precision: bf16 autocast of the training forward pass (so its matrix products, and
         those of their backward pass, run in bf16) where the device multiplies bf16 matrices in
         hardware (:func:`ncbook.native_bf16`: CUDA from compute capability 8.0, CPUs with
-        AVX512-BF16 or AMX; on such a CPU a run of the chapters' digits MLPs is 1.8-2.6 times
-        faster); float32 elsewhere, without a message. Weights, their gradients, optimiser state,
+        AVX512-BF16 or AMX; for the chapters' small digits MLPs the gain on such a CPU is small:
+        ``benchmarks/bench_parallel_runs.py`` times both precisions); float32 elsewhere, without a message. Weights, their gradients, optimiser state,
         the loss and every evaluation stay in the model's dtype.
     progress : bool, optional
         A ``tqdm.auto`` bar over epochs; defaults to :func:`ncbook.profiles.show_progress`
@@ -425,7 +425,7 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
 
     Notes
     -----
-    Under ``torchrun`` with ``W`` processes each rank forwards its ``batch_size / W`` slice of every
+    Under ``torchrun`` with ``world_size`` processes each rank forwards its ``batch_size / world_size`` slice of every
     global batch (the permutation and the augmentation are drawn identically on every rank) through
     ``DistributedDataParallel``. The logits and features of the whole global batch are then gathered
     on every rank and the loss is computed once on them, identically everywhere, so every loss of

@@ -1,8 +1,8 @@
 """Training a network with weighted contrastive losses: a sampler and step function over the core loop.
 
-Letters: ``n`` training samples, ``B`` batch size, ``d`` feature dimension. The network
-follows the model protocol (``model.features(x) -> (n, d)``); its classifier is unused.
-Each step draws ``B`` samples uniformly without replacement (or takes all of them), builds
+Letters (the book's notation): ``n`` training samples, ``b`` batch size, ``d`` feature dimension, ``tau`` the
+temperature (keyword ``temperature``). The network follows the model protocol (``model.features(x) -> (n, d)``);
+its classifier is unused. Each step draws ``b`` samples uniformly without replacement (or takes all of them), builds
 the batch prior weights with ``weight_fn(targets)`` and minimises
 :func:`ncbook.losses.w_info_nce` on the batch features.
 
@@ -86,13 +86,13 @@ def fit_weighted_contrastive(
         Euclidean latent.
     x : Tensor of shape (n, ...)
         Inputs.
-    targets : Tensor of shape (n,) or (n, p)
+    targets : Tensor of shape (n,) or (n, m)
         Class labels or continuous labels, passed batch by batch to ``weight_fn``.
     weight_fn : callable
-        ``weight_fn(batch_targets) -> (B, B)`` prior weights.
+        ``weight_fn(batch_targets) -> (b, b)`` prior weights ``Omega`` of a batch of size ``b``.
     similarity : {"cosine", "euclidean"}
     temperature : float
-        Temperature, ``> 0``.
+        The temperature ``tau > 0``.
     steps : int
         Optimiser steps.
     batch_size : int, optional

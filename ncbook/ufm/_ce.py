@@ -11,13 +11,13 @@ cross-entropy over samples (``lambda_sum = n * lambda_mean`` for a summed loss):
     \mathcal L(W, H) = \frac1n \sum_i \mathrm{CE}(W h_i, y_i)
     + \frac{\lambda_W}{2}\|W\|_F^2 + \frac{\lambda_H}{2}\|H\|_F^2 .
 
-At class level the features of a class are tied to one row ``h_c`` of ``H`` with
-multiplicity ``n_c`` (loss weights ``n_c / n``, ridge ``lambda_H/2 sum_c n_c ||h_c||^2``),
+At class level the features of a class are tied to one row ``mu_c`` of ``H`` (the collapsed class
+mean) with multiplicity ``n_c`` (loss weights ``n_c / n``, ridge ``lambda_H/2 sum_c n_c ||mu_c||^2``),
 which is the sample-level objective restricted to collapsed features. The optimiser
-then moves :math:`g_c = \sqrt{n_c}\, h_c`, so that its steps are those of the
-sample-level model with collapsed features. Moving ``h_c`` itself would change the
+then moves :math:`\sqrt{n_c}\, \mu_c`, so that its steps are those of the
+sample-level model with collapsed features. Moving ``mu_c`` itself would change the
 implicit bias: at ``lambda = 0`` gradient descent would maximise the margin for
-:math:`\|W\|^2 + \sum_c \|h_c\|^2`, which ignores the counts and gives the simplex
+:math:`\|W\|^2 + \sum_c \|\mu_c\|^2`, which ignores the counts and gives the simplex
 ETF instead of SELI.
 
 The cross-entropy is computed in log space, stably: with
@@ -404,7 +404,7 @@ def train_ufm(
     gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
     W = (init_scale * torch.randn(c, dim, generator=gen, dtype=dtype)).to(device)
     H = (init_scale * torch.randn(prob.rows.numel(), dim, generator=gen, dtype=dtype)).to(device)
-    H = H * prob.mult.sqrt()[:, None]  # the optimisation variable V = sqrt(n_c) h_c (sample level: H)
+    H = H * prob.mult.sqrt()[:, None]  # the optimisation variable V = sqrt(n_c) mu_c (sample level: H)
     velocity = (torch.zeros_like(W), torch.zeros_like(H))
     history = {k: [] for k in ("step",) + _HISTORY_KEYS}
     diverged, start, last = None, time.perf_counter(), (W.clone(), H.clone())

@@ -1,10 +1,11 @@
 """An unconstrained-features model for the contrastive risk: free unit features per sample.
 
-Letters: ``n`` samples, ``C`` classes, ``d`` feature dimension, ``k`` negatives, ``temperature`` (the temperature).
-Features ``H`` are ``(n, d)`` rows on the unit sphere (the paper writes them as columns).
+Letters (the book's notation): ``n`` samples, ``C`` classes, ``d`` feature dimension, ``k`` negatives,
+``tau`` the temperature (keyword ``temperature``), ``pi_c = n_c / n`` the class probabilities.
+Features ``H`` are ``(n, d)`` rows ``h_i`` on the unit sphere (the paper writes them as columns).
 
-The risk is the exact expectation over anchors ``i`` (uniform), positives ``p`` drawn
-independently and uniformly from the anchor's class (``p = i`` allowed), and ``k`` i.i.d.
+The risk is the exact expectation over anchors ``i`` (uniform), positives ``i+`` drawn
+independently and uniformly from the anchor's class (``i+ = i`` allowed), and ``k`` i.i.d.
 negatives (UCL: uniform over all samples; SCL: uniform over the other classes' samples); the
 sum over negative tuples is reduced to multisets of samples, as in :mod:`ncbook.contrastive`.
 Its minimum is the convex program's: within-class collapse and the optimal Gram ``A*``.
@@ -32,7 +33,7 @@ __all__ = ["ContrastiveUFMResult", "contrastive_ufm_risk", "fit_contrastive_ufm"
 
 
 def _sample_weights(labels: torch.Tensor, k: int, setting: str, dtype):
-    """Multisets of ``k`` sample indices ``(M, n)`` and per-anchor weights ``(M, n)``."""
+    """Multisets of ``k`` sample indices ``(T, n)`` and per-anchor weights ``(T, n)``."""
     n = labels.numel()
     counts, _ = negative_multisets(np.full(n, 1.0 / n), k)
     lab = labels.numpy()
@@ -59,6 +60,7 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temp
         ``n`` small).
     setting : {"ucl", "scl"}
     temperature : float
+        The temperature ``tau > 0``.
     psi : {"infonce", "exp"}
 
     Returns
@@ -138,7 +140,7 @@ def fit_contrastive_ufm(counts, k: int, *, setting: str = "ucl", temperature: fl
     Parameters
     ----------
     counts : array-like of int, shape (C,)
-        Samples per class (``lambda = counts / n``).
+        Samples per class (class probabilities ``pi = counts / n``).
     k : int
     setting, temperature, psi
         As in :func:`contrastive_ufm_risk`.

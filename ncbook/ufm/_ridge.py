@@ -1,7 +1,7 @@
 r"""The exact regularised optimum of the cross-entropy UFM (the nuclear-norm view).
 
-Letters: ``C`` classes, ``n`` samples, ``n_c`` samples of class ``c``,
-``S = diag(sqrt(n_c))``. For ``d >= C`` the ridge-regularised UFM of
+Letters (the book's notation): ``C`` classes, ``n`` samples, ``n_c`` samples of class ``c``,
+``D = diag(n_c)`` and its square root ``D^{1/2} = diag(sqrt(n_c))``, ``P`` the centring matrix. For ``d >= C`` the ridge-regularised UFM of
 :func:`ncbook.ufm.train_ufm` (mean CE, ``lambda_W = lambda_H = lambda``) equals the
 convex problem
 
@@ -10,9 +10,9 @@ convex problem
 because :math:`\min_{WH^\top = Z} \tfrac{1}{2}(\|W\|_F^2 + \|H\|_F^2) = \|Z\|_*`
 (general ridges: :math:`\lambda = \sqrt{\lambda_W\lambda_H}`). Its optimum has equal
 logits within a class (averaging a class's columns lowers neither term), so with the
-class-level logits ``L`` (row ``c`` the logit vector of class ``c``, shape ``(C, C)``) it
-is :math:`\min_L \sum_c \frac{n_c}{n}\mathrm{CE}(\ell_c, c) + \lambda\|S L\|_*`. We solve
-it in ``X = S L`` by accelerated proximal gradient (FISTA with adaptive restart,
+class-level logits ``Z_C`` (row ``z_c`` the logit vector of class ``c``, shape ``(C, C)``) it
+is :math:`\min_{Z_C} \sum_c \frac{n_c}{n}\mathrm{CE}(z_c, c) + \lambda\|D^{1/2} Z_C\|_*`. We solve
+it in ``X = D^{1/2} Z_C`` by accelerated proximal gradient (FISTA with adaptive restart,
 singular-value soft-thresholding as the prox), or with cvxpy for a cross-check.
 At the optimum :math:`W W^\top = (X^\top X)^{1/2}` and the sample features have
 :math:`H H^\top = (X_s X_s^\top)^{1/2}`.
@@ -52,7 +52,7 @@ class RidgeOptimum:
     classifiers : ndarray of shape (C, C)
         ``W`` of the balanced factorisation (``lambda_W = lambda_H``).
     means : ndarray of shape (C, C)
-        The class features ``h_c``; ``means @ classifiers.T == logits``.
+        The collapsed class features ``mu_c`` (the class means); ``means @ classifiers.T == logits``.
     counts : ndarray of shape (C,)
     lam : float
     objective : float
@@ -90,7 +90,8 @@ def sel_distance(logits, counts) -> float:
     r"""Scale-free Frobenius distance of class-level logits to the SEL matrix.
 
     Computed as if each class row were repeated ``n_c`` times (the sample-level
-    distance for collapsed features): :math:`\| SL/\|SL\|_F - SP/\|SP\|_F \|_F`.
+    distance for collapsed features): :math:`\| D^{1/2} Z_C/\|D^{1/2} Z_C\|_F - D^{1/2} P/\|D^{1/2} P\|_F \|_F`,
+    with ``Z_C`` the class-level ``logits``.
 
     Parameters
     ----------
@@ -113,7 +114,7 @@ def sel_distance(logits, counts) -> float:
 
 
 def _loss_grad(x, sq, w):
-    """Weighted CE of ``L = X / sq`` and its gradient in ``X``."""
+    """Weighted CE of ``Z_C = X / sq`` and its gradient in ``X``."""
     ell = x / sq
     c = x.shape[0]
     ce = logsumexp(ell, axis=1) - ell[np.arange(c), np.arange(c)]
@@ -227,7 +228,7 @@ def ridge_optimum(counts, lam: float, *, method: str = "fista", tol: float = 1e-
     sq = np.sqrt(counts.astype(np.float64))[:, None]
     u, s, vt = np.linalg.svd(x)
     classifiers = vt.T * np.sqrt(s)  # (C, C): W W^T = (X^T X)^{1/2}
-    means = (u * np.sqrt(s)) / sq  # (C, C): class features h_c
+    means = (u * np.sqrt(s)) / sq  # (C, C): class means mu_c
     return RidgeOptimum(
         logits=x / sq, classifiers=classifiers, means=means, counts=counts, lam=lam, objective=obj,
         status=status, iterations=iters, seconds=time.perf_counter() - start,

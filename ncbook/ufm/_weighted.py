@@ -1,7 +1,8 @@
 """Free-embedding fits of w-InfoNCE: every point (or class prototype) is a free vector.
 
-Letters: ``N`` points, ``C`` classes, ``d`` embedding dimension. Embeddings are ``(N, d)``
-(prototypes ``(C, d)``). Fits run in float64 with Adam (to leave the random start) and
+Letters (the book's notation): ``n`` points, ``C`` classes, ``d`` embedding dimension, ``tau`` the temperature
+(keyword ``temperature``), ``Omega`` the prior weights (keyword ``weights``). Embeddings ``h_i`` are the rows
+of an ``(n, d)`` array (prototypes ``(C, d)``). Fits run in float64 with Adam (to leave the random start) and
 then L-BFGS (to converge to machine precision), on one thread: these problems are tiny and
 extra threads only add overhead.
 
@@ -33,7 +34,7 @@ class EmbeddingFit:
 
     Attributes
     ----------
-    solution : ndarray of shape (N, d) or (C, d)
+    solution : ndarray of shape (n, d) or (C, d)
         The fitted embeddings (unit rows for the cosine latent).
     objective : float
         Final loss.
@@ -151,20 +152,20 @@ def fit_free_embeddings(
     threads: int = 1,
     gtol: float = 1e-6,
 ) -> EmbeddingFit:
-    """Minimise :func:`ncbook.losses.w_info_nce` over free embeddings ``z`` (N, dim).
+    """Minimise :func:`ncbook.losses.w_info_nce` over free embeddings ``h_i``, rows of an ``(n, dim)`` array.
 
     Parameters
     ----------
-    weights : Tensor or ndarray of shape (N, N)
-        Non-negative prior weights.
+    weights : Tensor or ndarray of shape (n, n)
+        Non-negative prior weights ``Omega``.
     similarity : {"cosine", "euclidean"}
     temperature : float
-        Temperature, ``> 0``.
+        The temperature ``tau > 0``.
     dim : int
         Embedding dimension ``d >= 1``.
     seed : int
         Seed of the standard normal start (ignored when ``init`` is given).
-    init : array-like of shape (N, dim), optional
+    init : array-like of shape (n, dim), optional
         Starting point.
     adam_steps, lbfgs_steps : int
         Adam steps (learning rate ``lr``), then at most ``lbfgs_steps`` L-BFGS iterations.
@@ -239,7 +240,7 @@ def fit_prototypes(
     counts : array-like of int, shape (C,)
         Samples per class.
     class_weights : Tensor or ndarray of shape (C, C)
-        Weight of a pair (class ``c``, class ``c'``).
+        The class-level prior weights ``bar omega_cc'``: the weight of a pair (class ``c``, class ``c'``).
     similarity, temperature, dim, seed, init, adam_steps, lbfgs_steps, lr, threads, gtol
         As in :func:`fit_free_embeddings`.
 
