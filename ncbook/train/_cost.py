@@ -27,6 +27,7 @@ import json
 import math
 import random
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -410,8 +411,9 @@ class _CellTimer:
         cost = _CellTimer.active
         if cost is None or cost._armed is None or self.t0 is None:
             return
-        cost._measured(cost._armed, time.perf_counter() - self.t0)
-        cost._armed, self.t0 = None, None
+        name, seconds = cost._armed, time.perf_counter() - self.t0
+        cost._armed, self.t0 = None, None   # disarmed first: a failure below must not repeat after every later cell
+        cost._measured(name, seconds)
 
 
 _TIMER = None
@@ -510,7 +512,10 @@ class ChapterCost:
         if self.results is None:
             return
         path = self.results / "costs" / self.profile / f"{self.chapter}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
         record = {"chapter": self.chapter, "profile": self.profile, "scale": self.scale, "torch": torch.__version__,
                   "cells": self.cells}
-        path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        except OSError as exc:  # e.g. a read-only checkout (a grading sandbox): the estimate was printed, go on
+            warnings.warn(f"cost record not written to {path}: {exc}", RuntimeWarning, stacklevel=2)
