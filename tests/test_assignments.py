@@ -49,7 +49,7 @@ CI_BUDGET_S = 300  # one chapter's folder of 12 notebooks, 2 at a time on 2 core
 PLANTED = {
     "nc_primer": ("ex-primer-1", "centred = mu - mu.mean(0)", "centred = mu - h.mean(0)"),  # mu_G: sample mean
     "seli": ("ex-seli-1", "return (c - 1) * np.sqrt(n / c) / seli_cost", "return (c - 1) * np.sqrt(n) / seli_cost"),  # n, not n / C
-    "contrastive_imbalance": ("ex-contrastive-2", "eps = math.exp(-2 / t)", "eps = math.exp(-2)"),  # no temperature
+    "contrastive_imbalance": ("ex-contrastive-2", "s = 1 / (1 + math.exp(2 / tau))", "s = 1 / (1 + math.exp(2))"),  # no temperature
 }
 
 # correct solutions written differently from the chapter's (loops, other decompositions, other formulas)
@@ -121,22 +121,39 @@ def norm_ratio_limit(num_majority, num_minority):
     "contrastive_imbalance": {
         "multiset_risk": '''import itertools
 
-def multiset_risk(gram, class_probs, k, setting, t):
+def multiset_risk(gram, class_probs, k, setting, tau):
     lam = np.asarray(class_probs, dtype=float)
     total = 0.0
     for y in range(lam.size):
         q = lam if setting == "ucl" else np.where(np.arange(lam.size) == y, 0.0, lam / (1 - lam[y]))
         for tup in itertools.product(range(lam.size), repeat=k):
             p = math.prod(q[c] for c in tup)
-            total += lam[y] * p * math.log1p(sum(math.exp((gram[y, c] - 1) / t) for c in tup))
+            total += lam[y] * p * math.log1p(sum(math.exp((gram[y, c] - 1) / tau) for c in tup))
     return total''',
-        "ucl_collapse_k1": '''def ucl_collapse_k1(t):
-    return 1 / (1 + 2 / (1 + math.exp(2 / t)))''',
-        "means_from_gram": '''def means_from_gram(gram):
-    u, s, _ = np.linalg.svd(np.asarray(gram, dtype=float))
-    return u * np.sqrt(s)'''},
-}
+        "scl_collapse_k1": '''from scipy.optimize import brentq
 
+def scl_collapse_k1(tau):
+    s = 1 / (1 + math.exp(2 / tau))
+    margin = lambda p: p * (1 + (1 - p) / 2) * s - (1 - p) ** 2   # the one-angle derivative at collapse
+    return brentq(margin, 1 / 3, 1.0, xtol=1e-15)''',
+        "exp_collapse_point": '''def exp_collapse_point(k, tau):
+    return 1 / (1 + math.exp(-2 / tau))''',
+        "one_angle_cosine": '''from scipy.optimize import minimize_scalar
+from ncbook import contrastive
+
+def one_angle_cosine(pi1, k, setting, tau):
+    probs = [pi1, (1 - pi1) / 2, (1 - pi1) / 2]
+
+    def risk(theta):
+        a, b = -math.cos(theta), math.cos(2 * theta)
+        return contrastive.cl_risk(np.array([[1, a, a], [a, 1, b], [a, b, 1.0]]), probs, k, setting=setting,
+                                   temperature=tau)
+
+    grid = np.linspace(0, math.pi, 91)
+    i = int(np.argmin([risk(t) for t in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, 90)]
+    return math.cos(2 * minimize_scalar(risk, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10}).x)'''},
+}
 
 def _meta(cell) -> dict:
     return cell.metadata.get("ncbook", {}) if isinstance(cell.metadata.get("ncbook"), dict) else {}

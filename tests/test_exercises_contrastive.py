@@ -1,15 +1,30 @@
-"""The contrastive chapter's autograder checks: references pass, planted mistakes fail helpfully."""
+"""The contrastive chapter's autograder checks: independent solutions pass, planted mistakes fail helpfully,
+stubs report "not implemented yet"; and the chapter's figures."""
 
 import itertools
 import math
 
-import numpy as np
+import matplotlib
 
-from ncbook.contrastive import class_means_from_gram, negative_distribution
-from ncbook.exercises import check_means_from_gram, check_multiset_risk, check_ucl_collapse_k1
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from scipy.optimize import brentq, minimize_scalar  # noqa: E402
+
+from ncbook import plotting  # noqa: E402
+from ncbook.contrastive import cl_risk, collapse_threshold, negative_distribution, optimal_gram  # noqa: E402
+from ncbook.exercises import (check_exp_collapse_point, check_multiset_risk, check_one_angle_cosine,  # noqa: E402
+                              check_scl_collapse_k1)
 
 
-def _risk(gram, class_probs, k, setting, t, *, drop_collisions=False):
+def _stub(**kwargs):
+    raise NotImplementedError("exercise: demo")
+
+
+# --------------------------------------------------------------------------- ex-contrastive-1
+def _risk(gram, class_probs, k, setting, tau, *, drop_collisions=False):
+    """The risk over ordered tuples of negative classes (C^k terms), no multisets."""
     lam = np.asarray(class_probs)
     q = negative_distribution(lam, setting=setting)
     total = 0.0
@@ -17,7 +32,7 @@ def _risk(gram, class_probs, k, setting, t, *, drop_collisions=False):
         for tup in itertools.product(range(lam.size), repeat=k):
             p = np.prod([q[y, c] for c in tup])
             if p:
-                inner = sum(np.exp((gram[y, c] - 1) / t) for c in tup if not (drop_collisions and c == y))
+                inner = sum(np.exp((gram[y, c] - 1) / tau) for c in tup if not (drop_collisions and c == y))
                 total += lam[y] * p * np.log1p(inner)
     return total
 
@@ -26,30 +41,88 @@ def test_multiset_risk_reference_passes_and_mistake_fails():
     assert check_multiset_risk(_risk)
     bad = check_multiset_risk(lambda **kw: _risk(**kw, drop_collisions=True))
     assert not bad and "expected" in bad.message and "setting='ucl'" in bad.message
+    assert "not implemented yet" in check_multiset_risk(_stub).message
 
 
-def test_ucl_collapse_k1():
-    assert check_ucl_collapse_k1(lambda t: 1 / (1 + 2 / (1 + math.exp(2 / t))))
-    bad = check_ucl_collapse_k1(lambda t: 1 / (1 + 2 / (1 + math.exp(2))))  # forgot the temperature
-    assert not bad and "t=0.25" in bad.message
+# --------------------------------------------------------------------------- ex-contrastive-2
+def _scl_k1_by_bisection(tau, forget_temperature=False):
+    """Independent of the closed form: the root of the one-angle derivative at collapse,
+    pi1 (1 + rho/2) sigmoid(-2/tau) - rho^2 with rho = 1 - pi1."""
+    s = 1 / (1 + math.exp(2 / (1.0 if forget_temperature else tau)))
+    return brentq(lambda p: p * (1 + (1 - p) / 2) * s - (1 - p) ** 2, 1 / 3, 1.0, xtol=1e-15)
 
 
-def test_means_from_gram():
-    def by_eigh(gram):
-        vals, vecs = np.linalg.eigh(gram)
-        return vecs * np.sqrt(np.clip(vals, 0, None))
+def test_scl_collapse_k1():
+    assert check_scl_collapse_k1(_scl_k1_by_bisection)
+    assert abs(_scl_k1_by_bisection(1.0) - 0.6915) < 5e-5   # the point the chapter quotes at tau = 1
+    bad = check_scl_collapse_k1(lambda tau: _scl_k1_by_bisection(tau, forget_temperature=True))
+    assert not bad and "tau=0.25" in bad.message and "expected" in bad.message
+    ucl = check_scl_collapse_k1(lambda tau: 1 / (1 + 2 / (1 + math.exp(2 / tau))))  # the UCL point instead
+    assert not ucl and "collapse point" in ucl.message
+    res = check_scl_collapse_k1(lambda tau: collapse_threshold(1, setting="scl", num_classes=3, temperature=tau))
+    assert not res and "calls ncbook.contrastive.collapse_threshold" in res.message
+    assert "not implemented yet" in check_scl_collapse_k1(_stub).message
 
-    assert check_means_from_gram(by_eigh)
-    assert "itself" in check_means_from_gram(class_means_from_gram).message
-    res = check_means_from_gram(lambda gram: class_means_from_gram(gram))
-    assert not res and "calls ncbook.contrastive.class_means_from_gram" in res.message
-    res = check_means_from_gram(lambda a: by_eigh(a))
-    assert not res and "(gram)" in res.message and "(a)" in res.message
 
-    def no_sqrt(gram):
-        vals, vecs = np.linalg.eigh(gram)
-        return vecs * np.clip(vals, 0, None)  # eigenvalues instead of their square roots
+# --------------------------------------------------------------------------- ex-contrastive-3
+def test_exp_collapse_point():
+    assert check_exp_collapse_point(lambda k, tau: 1 / (1 + math.exp(-2 / tau)))
+    # the InfoNCE k = 1 point in its place: sigmoid' of InfoNCE where the exponential's derivative belongs
+    bad = check_exp_collapse_point(lambda k, tau: 1 / (1 + 2 / (1 + math.exp(2 / tau))))
+    assert not bad and "k=1, tau=1.0" in bad.message
+    grows = check_exp_collapse_point(lambda k, tau: 1 / (1 + math.exp(-2 / tau)) + 1e-3 * math.log(k))
+    assert not grows and "k=64" in grows.message            # a k-dependence fails on the k = 64 case
+    assert "not implemented yet" in check_exp_collapse_point(_stub).message
 
-    bad = check_means_from_gram(no_sqrt)
-    assert not bad and "means @ means.T" in bad.message
-    assert "not implemented" in check_means_from_gram(lambda gram: (_ for _ in ()).throw(NotImplementedError())).message
+
+# --------------------------------------------------------------------------- ex-contrastive-5
+def _one_angle(pi1, k, setting, tau, *, cosine_of_theta=False):
+    """Minorities at +-theta from -mu_1: A_12 = -cos(theta), A_23 = cos(2 theta); a grid then a bounded search."""
+    probs = [pi1, (1 - pi1) / 2, (1 - pi1) / 2]
+
+    def risk(theta):
+        a, b = -math.cos(theta), (math.cos(theta) if cosine_of_theta else math.cos(2 * theta))
+        gram = np.array([[1, a, a], [a, 1, b], [a, b, 1.0]])
+        try:
+            return cl_risk(gram, probs, k, setting=setting, temperature=tau)
+        except ValueError:  # not a correlation matrix (the planted mistake leaves the elliptope)
+            return math.inf
+
+    grid = np.linspace(0, math.pi, 181)
+    i = int(np.argmin([risk(t) for t in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    theta = minimize_scalar(risk, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10}).x
+    return math.cos(theta) if cosine_of_theta else math.cos(2 * theta)
+
+
+def test_one_angle_cosine():
+    assert check_one_angle_cosine(_one_angle)
+    bad = check_one_angle_cosine(lambda **kw: _one_angle(**kw, cosine_of_theta=True))
+    assert not bad and "A*_23" in bad.message and "expected" in bad.message
+    res = check_one_angle_cosine(lambda pi1, k, setting, tau: optimal_gram([pi1, (1 - pi1) / 2, (1 - pi1) / 2], k,
+                                                                           setting=setting, temperature=tau)[1, 2])
+    assert not res and "calls ncbook.contrastive.optimal_gram" in res.message
+    assert "not implemented yet" in check_one_angle_cosine(_stub).message
+
+
+# --------------------------------------------------------------------------- figures
+def test_risk_profiles_marks_each_minimum_inside_the_axes():
+    theta = np.linspace(0, math.pi / 2, 50)
+    curves = {"a": (theta - 0.5) ** 2, "b": theta ** 2}
+    ax = plotting.risk_profiles(theta, curves, xlabel="theta")
+    marked = [line for line in ax.lines if line.get_marker() not in (None, "None", "")]
+    assert [float(m.get_xdata()[0]) for m in marked] == [float(theta[np.argmin(v)]) for v in curves.values()]
+    assert ax.get_legend() is not None and ax.get_legend().get_bbox_to_anchor() is not None
+    with pytest.raises(ValueError, match="curve 'b' has 3 values; x has 50"):
+        plotting.risk_profiles(theta, {"b": [1, 2, 3]})
+    plt.close("all")
+
+
+def test_collapse_curves_keeps_the_legend_off_the_data():
+    fig, ax = plt.subplots()
+    plotting.collapse_curves([1, 2, 3], {"curve": [0.1, 0.5, 0.9]}, ax, hlines={"bound": 0.95})
+    legend = ax.get_legend()
+    fig.canvas.draw()
+    box = legend.get_window_extent()
+    assert box.x0 >= ax.get_window_extent().x1 - 1  # to the right of the axes
+    plt.close("all")

@@ -18,9 +18,10 @@ from ._core import CheckResult
 from ._core import Exercise
 from ._core import run_cases
 from . import _contrastive, _dgp, _margins, _primer, _reweighting, _seli
-from ._contrastive import check_means_from_gram
+from ._contrastive import check_exp_collapse_point
 from ._contrastive import check_multiset_risk
-from ._contrastive import check_ucl_collapse_k1
+from ._contrastive import check_one_angle_cosine
+from ._contrastive import check_scl_collapse_k1
 from ._dgp import check_euclidean_shift
 from ._dgp import check_simplex_epsilon
 from ._dgp import check_w_info_nce
@@ -52,9 +53,10 @@ __all__ = [
     "CheckResult",
     "EXERCISES",
     "Exercise",
-    "check_means_from_gram",
+    "check_exp_collapse_point",
     "check_multiset_risk",
-    "check_ucl_collapse_k1",
+    "check_one_angle_cosine",
+    "check_scl_collapse_k1",
     "check_bound_ratio",
     "check_expected_batch_statistics",
     "check_relative_spread_margins",

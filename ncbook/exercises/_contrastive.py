@@ -1,16 +1,17 @@
 """Autograder checks for the contrastive-imbalance chapter.
 
-Letters: ``C`` classes, ``k`` negatives per anchor, ``t`` the temperature.
+Letters: ``C`` classes, ``k`` negatives per anchor, ``tau`` the temperature, ``pi1`` the majority's
+probability (one majority and equal minorities).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..contrastive import class_means_from_gram, cl_risk, collapse_threshold, optimal_gram
-from ._core import CheckResult, Exercise, compare_arrays
+from ..contrastive import cl_risk, collapse_margin, collapse_threshold, optimal_gram, solve_gram
+from ._core import CheckResult, Exercise
 
-__all__ = ["check_multiset_risk", "check_ucl_collapse_k1", "check_means_from_gram"]
+__all__ = ["check_multiset_risk", "check_scl_collapse_k1", "check_exp_collapse_point", "check_one_angle_cosine"]
 
 
 def _random_gram(rng, c):
@@ -19,67 +20,120 @@ def _random_gram(rng, c):
     return m @ m.T
 
 
+def _temperature(rng) -> float:
+    return float(rng.choice([0.5, 1.0, 2.0])) if rng.random() < 0.5 else float(rng.uniform(0.3, 3.0))
+
+
 def _risk_cases(rng):
-    yield {"gram": np.eye(2), "class_probs": np.array([0.5, 0.5]), "k": 1, "setting": "ucl", "t": 1.0}
+    yield {"gram": np.eye(2), "class_probs": np.array([0.5, 0.5]), "k": 1, "setting": "ucl", "tau": 1.0}
     for c, k, setting in ((3, 1, "scl"), (3, 2, "ucl"), (4, 3, "scl"), (4, 2, "ucl"), (3, 3, "ucl")):
         yield {"gram": _random_gram(rng, c), "class_probs": rng.dirichlet(np.ones(c)), "k": k, "setting": setting,
-               "t": float(rng.choice([0.5, 1.0, 2.0])) if rng.random() < 0.5 else float(rng.uniform(0.3, 3.0))}
+               "tau": _temperature(rng)}
 
 
 MULTISET_RISK = Exercise(
-    "multiset_risk", params=("gram", "class_probs", "k", "setting", "t"), cases=_risk_cases,
-    reference=lambda gram, class_probs, k, setting, t: cl_risk(gram, class_probs, k, setting=setting, temperature=t),
+    "multiset_risk", params=("gram", "class_probs", "k", "setting", "tau"), cases=_risk_cases,
+    reference=lambda gram, class_probs, k, setting, tau: cl_risk(gram, class_probs, k, setting=setting,
+                                                                 temperature=tau),
     atol=1e-9, rtol=1e-9, forbid=(cl_risk,))
 
 
 def check_multiset_risk(student) -> CheckResult:
-    """Check ``student(gram, class_probs, k, setting, t) -> float`` against :func:`ncbook.contrastive.cl_risk`
-    (InfoNCE, positives at cosine 1, UCL collisions included)."""
+    """Check ``student(gram, class_probs, k, setting, tau) -> float`` against :func:`ncbook.contrastive.cl_risk`
+    (InfoNCE, positives at cosine 1, UCL collisions included).
+
+    Examples
+    --------
+    >>> check_multiset_risk(lambda gram, class_probs, k, setting, tau: 0.0).passed
+    False
+    """
     return MULTISET_RISK.check(student)
 
 
 def _temperature_cases(rng):
-    yield {"t": 0.25}
-    yield {"t": 1.0}
+    yield {"tau": 0.25}
+    yield {"tau": 1.0}
     for low, high in ((0.1, 0.5), (0.5, 2.0), (2.0, 20.0)):
-        yield {"t": float(rng.uniform(low, high))}
+        yield {"tau": float(rng.uniform(low, high))}
 
 
-UCL_COLLAPSE_K1 = Exercise("ucl_collapse_k1", params=("t",), cases=_temperature_cases,
-                           reference=lambda t: collapse_threshold(1, setting="ucl", temperature=t),
-                           atol=1e-8, rtol=1e-8, forbid=(collapse_threshold,))
+SCL_COLLAPSE_K1 = Exercise(
+    "scl_collapse_k1", params=("tau",), cases=_temperature_cases,
+    reference=lambda tau: collapse_threshold(1, setting="scl", num_classes=3, temperature=tau),
+    atol=1e-8, rtol=1e-8, forbid=(collapse_threshold, collapse_margin),
+    hint=" (the exact SCL collapse point of three classes, one negative, as a function of the temperature)")
 
 
-def check_ucl_collapse_k1(student) -> CheckResult:
-    """Check ``student(t) -> float``, the exact UCL collapse point at ``k = 1``, for several temperatures."""
-    return UCL_COLLAPSE_K1.check(student)
+def check_scl_collapse_k1(student) -> CheckResult:
+    """Check ``student(tau) -> float``: the majority probability above which SCL collapses the two minorities
+    of three classes (InfoNCE, ``k = 1``), against :func:`ncbook.contrastive.collapse_threshold`, at several
+    temperatures.
+
+    Examples
+    --------
+    >>> check_scl_collapse_k1(lambda tau: 0.5).passed
+    False
+    """
+    return SCL_COLLAPSE_K1.check(student)
 
 
-def _gram_cases(rng):
-    yield {"gram": optimal_gram([0.6, 0.2, 0.2], 1)}
-    yield {"gram": optimal_gram(np.sort(rng.dirichlet(np.ones(4)))[::-1], 2, setting="scl")}
-    yield {"gram": optimal_gram([0.9, 0.05, 0.05], 1)}  # collapsed: rank 1
-    yield {"gram": np.eye(int(rng.integers(2, 6)))}
-    m = rng.standard_normal((int(rng.integers(3, 7)), 2))  # a rank-2 Gram of several classes
-    yield {"gram": m @ m.T}
+def _exp_cases(rng):
+    yield {"k": 1, "tau": 1.0}
+    yield {"k": 64, "tau": 1.0}
+    for low, high in ((0.2, 0.6), (0.6, 2.0), (2.0, 10.0)):
+        yield {"k": int(rng.integers(1, 33)), "tau": float(rng.uniform(low, high))}
 
 
-def _reproduces_gram(got, case, expected) -> str | None:
-    gram = np.asarray(case["gram"], dtype=np.float64)
-    if got.ndim != 2 or got.shape[0] != gram.shape[0]:
-        return f"expected means of shape (C, d) with C = {gram.shape[0]}; got shape {got.shape}"
-    problem = compare_arrays(got @ got.T, gram, atol=1e-7, rtol=1e-7)
-    return None if problem is None else f"means @ means.T differs from gram: {problem}"
+EXP_COLLAPSE_POINT = Exercise(
+    "exp_collapse_point", params=("k", "tau"), cases=_exp_cases,
+    reference=lambda k, tau: collapse_threshold(k, setting="ucl", temperature=tau, psi="exp"),
+    atol=1e-8, rtol=1e-8, forbid=(collapse_threshold, collapse_margin),
+    hint=" (the exact UCL collapse point of the sum-of-exponentials loss)")
 
 
-MEANS_FROM_GRAM = Exercise("means_from_gram", params=("gram",), cases=_gram_cases, compare=_reproduces_gram,
-                           forbid=(class_means_from_gram,), hint=" (the check compares means @ means.T with gram)",
-                           summary="means @ means.T reproduces every Gram matrix.")
+def check_exp_collapse_point(student) -> CheckResult:
+    """Check ``student(k, tau) -> float``: the exact UCL collapse point of the sum-of-exponentials loss
+    ``psi(g) = sum_j exp(g_j / tau)``, against :func:`ncbook.contrastive.collapse_threshold` (``psi="exp"``).
+
+    Examples
+    --------
+    >>> check_exp_collapse_point(lambda k, tau: 0.9).passed
+    False
+    """
+    return EXP_COLLAPSE_POINT.check(student)
 
 
-def check_means_from_gram(student) -> CheckResult:
-    """Check ``student(gram) -> means (C, d)`` reproduces ``gram = means @ means.T`` (any rotation)."""
-    return MEANS_FROM_GRAM.check(student)
+def _one_angle_cases(rng):
+    yield {"pi1": 0.6, "k": 1, "setting": "ucl", "tau": 1.0}
+    yield {"pi1": 0.9, "k": 4, "setting": "ucl", "tau": 1.0}     # collapsed: the minority cosine is 1
+    yield {"pi1": 0.9, "k": 64, "setting": "ucl", "tau": 1.0}    # many negatives: not collapsed
+    for setting in ("ucl", "scl", str(rng.choice(["ucl", "scl"]))):
+        yield {"pi1": float(rng.uniform(0.4, 0.97)), "k": int(rng.choice([1, 2, 3, 4, 6])), "setting": setting,
+               "tau": float(rng.uniform(0.5, 2.0))}
 
 
-EXERCISES = (MULTISET_RISK, UCL_COLLAPSE_K1, MEANS_FROM_GRAM)
+def _one_angle_reference(pi1, k, setting, tau):
+    probs = np.array([pi1, (1 - pi1) / 2, (1 - pi1) / 2])
+    return optimal_gram(probs, k, setting=setting, temperature=tau)[1, 2]
+
+
+ONE_ANGLE_COSINE = Exercise(
+    "one_angle_cosine", params=("pi1", "k", "setting", "tau"), cases=_one_angle_cases,
+    reference=_one_angle_reference, atol=1e-4, rtol=0.0, forbid=(optimal_gram, solve_gram),
+    hint=" (the minority-minority cosine A*_23 of the convex optimum, to 1e-4)")
+
+
+def check_one_angle_cosine(student) -> CheckResult:
+    """Check ``student(pi1, k, setting, tau) -> float``: the minority-minority cosine of the optimal class means
+    of one majority (probability ``pi1``) and two equal minorities, against the convex program
+    (:func:`ncbook.contrastive.optimal_gram`), to ``1e-4``.
+
+    Examples
+    --------
+    >>> check_one_angle_cosine(lambda pi1, k, setting, tau: 1.0).passed
+    False
+    """
+    return ONE_ANGLE_COSINE.check(student)
+
+
+EXERCISES = (MULTISET_RISK, SCL_COLLAPSE_K1, EXP_COLLAPSE_POINT, ONE_ANGLE_COSINE)

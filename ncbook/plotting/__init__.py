@@ -2,6 +2,7 @@
 
 from ._contrastive import class_means_circle
 from ._contrastive import collapse_curves
+from ._contrastive import risk_profiles
 from ._core import geometry_2d
 from ._core import gram_heatmap
 from ._core import gram_panels
@@ -39,6 +40,7 @@ __all__ = [
     "new_axes",
     "per_class_bars",
     "procrustes_scatter",
+    "risk_profiles",
     "class_loss_curves",
     "grouped_bars",
     "loss_imbalance_curves",

@@ -1,4 +1,7 @@
-"""Figures of the contrastive-imbalance chapter: class means on the circle, collapse curves."""
+"""Figures of the contrastive-imbalance chapter: class means on the circle, collapse curves, risk profiles.
+
+Letters: ``C`` classes, ``n`` points on a curve's x axis.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,9 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ._core import LEGEND_FONTSIZE, _np, new_axes
+from ._core import LEGEND_FONTSIZE, _np, legend_outside, new_axes
 
-__all__ = ["class_means_circle", "collapse_curves"]
+__all__ = ["class_means_circle", "collapse_curves", "risk_profiles"]
 
 
 def class_means_circle(means, ax=None, *, class_probs=None, labels: Sequence[str] | None = None,
@@ -27,6 +30,18 @@ def class_means_circle(means, ax=None, *, class_probs=None, labels: Sequence[str
     Returns
     -------
     Axes
+
+    Raises
+    ------
+    ValueError
+        If ``means`` is not of shape (C, 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ax = class_means_circle(np.array([[1.0, 0.0], [-0.5, 0.8], [-0.5, -0.8]]), class_probs=[0.6, 0.2, 0.2])
+    >>> ax.get_aspect()
+    1.0
     """
     m = _np(means)
     if m.ndim != 2 or m.shape[1] != 2:
@@ -54,6 +69,8 @@ def collapse_curves(x, curves: Mapping[str, Sequence[float]], ax=None, *, hlines
                     logx: bool = False, title: str | None = None, markers: bool = True):
     """Curves against ``x`` with labelled horizontal (e.g. the paper's thresholds) and vertical lines.
 
+    The legend sits to the right of the axes, off the data.
+
     Parameters
     ----------
     x : array-like of shape (n,)
@@ -66,8 +83,14 @@ def collapse_curves(x, curves: Mapping[str, Sequence[float]], ax=None, *, hlines
     Returns
     -------
     Axes
+
+    Examples
+    --------
+    >>> ax = collapse_curves([1, 2, 4], {"UCL": [0.81, 0.84, 0.87]}, hlines={"bound": 0.93})
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['UCL', 'bound']
     """
-    ax = new_axes(ax, figsize=(5.2, 3.6))
+    ax = new_axes(ax, figsize=(6.4, 3.6))
     xs = _np(x)
     for i, (name, ys) in enumerate(curves.items()):
         ax.plot(xs, _np(ys), marker="o" if markers else None, ms=3, color=f"C{i}", label=name)
@@ -83,5 +106,52 @@ def collapse_curves(x, curves: Mapping[str, Sequence[float]], ax=None, *, hlines
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=LEGEND_FONTSIZE)
+    legend_outside(ax)
+    return ax
+
+
+def risk_profiles(x, curves: Mapping[str, Sequence[float]], ax=None, *, xlabel: str = "angle",
+                  ylabel: str = "risk", title: str | None = None):
+    """Curves against ``x`` (e.g. a risk against one angle), each with its smallest value marked.
+
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+    curves : mapping label -> array-like of shape (n,)
+    xlabel, ylabel, title : str
+
+    Returns
+    -------
+    Axes
+
+    Raises
+    ------
+    ValueError
+        If a curve does not have one value per entry of ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.linspace(0, 1, 11)
+    >>> ax = risk_profiles(x, {"interior": (x - 0.4) ** 2, "at 0": x})
+    >>> [round(float(m.get_xdata()[0]), 1) for m in ax.lines if m.get_marker() == "o"]
+    [0.4, 0.0]
+    """
+    xs = _np(x)
+    values = {}
+    for name, ys in curves.items():
+        v = _np(ys)
+        if v.shape != xs.shape:
+            raise ValueError(f"curve {name!r} has {v.size} values; x has {xs.size}. Give one value per x.")
+        values[name] = v
+    ax = new_axes(ax, figsize=(6.4, 3.6))
+    for i, (name, v) in enumerate(values.items()):
+        ax.plot(xs, v, color=f"C{i}", label=name)
+        j = int(np.argmin(v))
+        ax.plot([xs[j]], [v[j]], marker="o", ms=6, color=f"C{i}", ls="none")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    legend_outside(ax, title="dots: minima")
     return ax
