@@ -23,7 +23,6 @@ NOT_YET = {
     "nc_primer": "phase 2: frame, recap, exercise kinds, by-hand answers, glue order, progress",
     "seli": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order, progress",
     "contrastive_imbalance": "phase 2: frame, recap, exercise kinds, notation (temperature tau), flagged statements",
-    "weighted_contrastive": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
     "inverse_reweighting": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
     "mr2_margins": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
 }

@@ -21,9 +21,10 @@ from . import _contrastive, _dgp, _margins, _primer, _reweighting, _seli
 from ._contrastive import check_means_from_gram
 from ._contrastive import check_multiset_risk
 from ._contrastive import check_ucl_collapse_k1
-from ._dgp import check_euclidean_shift
-from ._dgp import check_simplex_epsilon
-from ._dgp import check_w_info_nce
+from ._dgp import check_laplacian_status
+from ._dgp import check_superclass_epsilon
+from ._dgp import check_three_point_shift
+from ._dgp import check_xclr_status
 from ._margins import check_margin_cross_entropy
 from ._margins import check_mr2_margins
 from ._margins import check_representation_margin_loss
@@ -66,8 +67,9 @@ __all__ = [
     "check_minority_norm_ratio",
     "check_sel_matrix",
     "check_seli_classifier_gram",
-    "check_euclidean_shift",
-    "check_simplex_epsilon",
-    "check_w_info_nce",
+    "check_laplacian_status",
+    "check_superclass_epsilon",
+    "check_three_point_shift",
+    "check_xclr_status",
     "run_cases",
 ]

@@ -10,6 +10,7 @@ from ._core import new_axes
 from ._core import per_class_bars
 from ._dgp import lambda_min_curve
 from ._intro import course_map
+from ._dgp import point_configurations
 from ._dgp import procrustes_scatter
 from ._reweighting import class_loss_curves
 from ._reweighting import grouped_bars
@@ -34,6 +35,7 @@ __all__ = [
     "metric_curves",
     "new_axes",
     "per_class_bars",
+    "point_configurations",
     "procrustes_scatter",
     "class_loss_curves",
     "grouped_bars",
