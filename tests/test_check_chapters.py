@@ -20,7 +20,6 @@ _spec.loader.exec_module(cc)
 # Pages that do not pass yet, with what they wait for. Remove a page's entry when its rewrite lands:
 # the test then must pass (strict xfail: a page that passes while listed here fails the test).
 NOT_YET = {
-    "weighted_contrastive": "phase 2: frame, recap, exercise kinds, notation, flagged statements, glue order",
 }
 
 HEADER = """\

@@ -1,77 +1,152 @@
-"""The chapter's autograder checks pass the reference and fail planted mistakes helpfully."""
+"""The weighted chapter's "classify this objective" checks: the chapter's solutions pass, planted
+mistakes fail with a message naming the input, expected and received values, stubs report "not
+implemented yet", calling ncbook.dgp is refused, and the closed forms agree with ncbook.dgp."""
 
 import math
 
 import numpy as np
+import pytest
 import torch
 
-from ncbook.dgp import euclidean_dgp
-from ncbook.losses import w_info_nce
-from ncbook.exercises import check_euclidean_shift, check_simplex_epsilon, check_w_info_nce
+from ncbook.dgp import STATUSES, euclidean_dgp, spherical_dgp
+from ncbook.exercises import (check_laplacian_status, check_superclass_epsilon, check_three_point_shift,
+                              check_xclr_status)
+from ncbook.exercises._dgp import _superclass_epsilon, superclass_weights
+from ncbook.losses import xclr_weights
 
 torch.set_num_threads(1)
 
 
-def reference_w_info_nce(z, weights, tau):
-    n = z.shape[0]
-    off = ~torch.eye(n, dtype=torch.bool)
-    u = torch.nn.functional.normalize(z, dim=1)
-    s = (u @ u.T / tau).masked_fill(~off, float("-inf"))
-    log_q = torch.where(off, s - torch.logsumexp(s, dim=1, keepdim=True), torch.zeros_like(s))
-    w = torch.as_tensor(weights) * off
-    p = w / w.sum(dim=1, keepdim=True)
-    return -(p * log_q).sum(dim=1).mean()
+def stub(**kwargs):
+    raise NotImplementedError
 
 
-def diagonal_kept(z, weights, tau):
-    """Planted bug: the anchor counts itself as a positive and a negative."""
-    u = torch.nn.functional.normalize(z, dim=1)
-    s = u @ u.T / tau
-    p = torch.as_tensor(weights) / torch.as_tensor(weights).sum(dim=1, keepdim=True)
-    return -(p * torch.log_softmax(s, dim=1)).sum(dim=1).mean()
+# --------------------------------------------------------------------------- three points
+def three_point_shift(weights, tau):
+    """Heron: the triangle with squared sides a + delta, b + delta, c + delta is flat at the larger root."""
+    w = np.asarray(weights, dtype=float)
+    a, b, c = -tau * np.log([w[0, 1], w[0, 2], w[1, 2]])
+    s1, e2, p2 = a + b + c, a * b + b * c + c * a, a * a + b * b + c * c
+    return (-s1 + math.sqrt(s1 * s1 - 3 * (2 * e2 - p2))) / 3
 
 
-def naive_exp(z, weights, tau):
-    """Planted bug: exp without log-sum-exp overflows at small tau."""
-    n = z.shape[0]
-    off = ~torch.eye(n, dtype=torch.bool)
-    u = torch.nn.functional.normalize(z, dim=1)
-    e = torch.exp(u @ u.T / tau) * off
-    q = e / e.sum(dim=1, keepdim=True)
-    w = torch.as_tensor(weights) * off
-    p = w / w.sum(dim=1, keepdim=True)
-    return -(p * torch.log(torch.where(off, q, torch.ones_like(q)))).sum(dim=1).mean()
+def three_point_shift_by_eigenvalues(weights, tau):
+    """Another correct answer: -2 eig_min of G_Delta(0) on the complement of 1, written for n = 3."""
+    w = np.asarray(weights, dtype=float)
+    d = -tau * np.log(w)
+    np.fill_diagonal(d, 0.0)
+    v = np.array([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]]).T / np.sqrt([2.0, 6.0])
+    p = np.eye(3) - 1 / 3
+    return -2 * np.linalg.eigvalsh(v.T @ (-0.5 * p @ d @ p) @ v)[0]
 
 
-def test_check_w_info_nce():
-    assert check_w_info_nce(reference_w_info_nce)
-    res = check_w_info_nce(lambda z, weights, tau: w_info_nce(z, weights, temperature=tau))
-    assert not res and "calls ncbook.losses.w_info_nce" in res.message
-    res = check_w_info_nce(diagonal_kept)
-    assert not res and "expected" in res.message
-    res = check_w_info_nce(naive_exp)
-    assert not res and ("nan" in res.message or "inf" in res.message or "expected" in res.message)
-
-
-def test_check_simplex_epsilon():
-    assert check_simplex_epsilon(lambda num_classes, tau: math.exp(-num_classes / ((num_classes - 1) * tau)))
-    res = check_simplex_epsilon(lambda num_classes, tau: math.exp(-1 / ((num_classes - 1) * tau)))  # forgot the C
-    assert not res and "num_classes" in res.message
-
-
-def test_check_euclidean_shift():
-    res = check_euclidean_shift(lambda weights, tau: euclidean_dgp(weights, tau).shift)
+def test_three_point_shift_passes_and_fails_helpfully():
+    assert check_three_point_shift(three_point_shift)
+    assert check_three_point_shift(three_point_shift_by_eigenvalues)
+    res = check_three_point_shift(lambda weights, tau: -(-tau * np.log(weights[np.triu_indices(3, 1)])).min())
+    assert not res and "expected" in res.message and "got" in res.message and "weights=" in res.message
+    assert "not implemented yet" in check_three_point_shift(stub).message
+    res = check_three_point_shift(lambda weights, tau: euclidean_dgp(weights, tau).shift)
     assert not res and "calls ncbook.dgp.euclidean_dgp" in res.message
-    def complement(weights, tau):
-        w = np.asarray(weights, dtype=float)
-        n = len(w)
-        v = np.linalg.qr(np.c_[np.ones(n), np.eye(n)[:, : n - 1]])[0][:, 1:]
-        d0 = -tau * np.log(w)
-        np.fill_diagonal(d0, 0.0)
-        j = np.eye(n) - np.ones((n, n)) / n
-        return -2 * np.linalg.eigvalsh(v.T @ (-0.5 * j @ d0 @ j) @ v)[0]
 
-    assert check_euclidean_shift(complement)
-    # planted bug: forgot the factor 2 (B(delta) = B_0 + (delta / 2) J)
-    res = check_euclidean_shift(lambda weights, tau: complement(weights, tau) / 2)
-    assert not res and "expected" in res.message
+
+# --------------------------------------------------------------------------- Laplacian kernel
+def laplacian_status(y, sigma, tau, dim):
+    n = len(y)
+    if dim >= n - 1:
+        return STATUSES.index("degenerate")
+    return STATUSES.index("feasible" if dim == n - 2 else "inconsistent")
+
+
+def test_laplacian_status_passes_and_fails_helpfully():
+    assert check_laplacian_status(laplacian_status)
+    assert check_laplacian_status(lambda y, sigma, tau, dim: float(laplacian_status(y, sigma, tau, dim)))
+
+    def like_gaussian(y, sigma, tau, dim):  # planted: treats |y_i - y_j| like a squared distance
+        y = np.asarray(y, dtype=float).reshape(len(y), -1)
+        rank = np.linalg.matrix_rank(y - y.mean(0))
+        return 1 if dim >= len(y) - 1 else (0 if dim >= rank else 2)
+
+    res = check_laplacian_status(like_gaussian)
+    assert not res and "expected 2 ('inconsistent'), got 0 ('feasible')" in res.message and "n = 256" in res.message
+    res = check_laplacian_status(lambda y, sigma, tau, dim: "inconsistent")
+    assert not res and "not an array" in res.message
+    res = check_laplacian_status(lambda y, sigma, tau, dim: 7)
+    assert not res and "not a status code" in res.message
+    assert "not implemented yet" in check_laplacian_status(stub).message
+    res = check_laplacian_status(lambda y, sigma, tau, dim: STATUSES.index(
+        euclidean_dgp(np.exp(-np.abs(np.subtract.outer(y, y)) / sigma), tau, dim).status))
+    assert not res and "calls ncbook.dgp.euclidean_dgp" in res.message
+
+
+# --------------------------------------------------------------------------- superclasses
+def superclass_epsilon(num_superclasses, group_size, epsilon_in, tau):
+    c, g = num_superclasses * group_size, group_size
+    inside = 1 + tau * math.log(epsilon_in)
+    across = -(1 + (g - 1) * inside) / (c - g)
+    return math.exp((across - 1) / tau)
+
+
+def test_superclass_epsilon_passes_and_fails_helpfully():
+    assert check_superclass_epsilon(superclass_epsilon)
+    forgot = lambda num_superclasses, group_size, epsilon_in, tau: math.exp(  # noqa: E731  planted: plain epsilon*
+        -(num_superclasses * group_size) / ((num_superclasses * group_size - 1) * tau))
+    res = check_superclass_epsilon(forgot)
+    assert not res and "expected epsilon_out" in res.message and "finds the objective" in res.message
+    assert "group_size=5" in res.message
+    assert "not implemented yet" in check_superclass_epsilon(stub).message
+
+
+@pytest.mark.parametrize("s,g,eps_in,tau", [(4, 1, 0.5, 0.1), (2, 3, 0.2, 0.5), (3, 2, 0.05, 0.3), (2, 4, 0.6, 1.0)])
+def test_superclass_threshold_is_where_spherical_dgp_changes_its_verdict(s, g, eps_in, tau):
+    """Independent check of the closed form: just above it the objective is feasible in d = C, below inconsistent."""
+    c = s * g
+    eps = _superclass_epsilon(s, g, eps_in, tau)
+    assert spherical_dgp(superclass_weights(3, s, g, eps_in, eps * 1.01), tau, c).status == "feasible"
+    assert spherical_dgp(superclass_weights(3, s, g, eps_in, eps * 0.99), tau, c).status == "inconsistent"
+    at = spherical_dgp(superclass_weights(3, s, g, eps_in, eps), tau, c - 1)
+    assert at.status == "feasible" and at.rank == c - 1  # the class prototypes sum to zero
+    if g == 1:  # no superclasses: Soft SupCon's epsilon* = exp(-C / ((C - 1) tau))
+        assert eps == pytest.approx(math.exp(-c / ((c - 1) * tau)), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- X-CLR
+def xclr_status(label_embeddings, tau, label_temperature, dim):
+    e = np.asarray(label_embeddings, dtype=float)
+    n = len(e)
+    if tau > label_temperature:
+        return 2
+    if dim >= n - 1:
+        return 1
+    return 0 if dim >= np.linalg.matrix_rank(np.c_[e, np.ones(n)]) else 2
+
+
+def test_xclr_status_passes_and_fails_helpfully():
+    assert check_xclr_status(xclr_status)
+
+    def ignores_temperature(label_embeddings, tau, label_temperature, dim):  # planted: tau > tau_s not handled
+        return xclr_status(label_embeddings, min(tau, label_temperature), label_temperature, dim)
+
+    res = check_xclr_status(ignores_temperature)
+    assert not res and "expected 2 ('inconsistent'), got 0 ('feasible')" in res.message and "tau=0.15" in res.message
+
+    def upper_bound_n(label_embeddings, tau, label_temperature, dim):  # planted: feasible up to d < n
+        n = len(label_embeddings)
+        return xclr_status(label_embeddings, tau, label_temperature, dim) if dim != n - 1 else 0
+
+    res = check_xclr_status(upper_bound_n)
+    assert not res and "dim = 19: expected 1 ('degenerate'), got 0 ('feasible')" in res.message
+    assert "not implemented yet" in check_xclr_status(stub).message
+    res = check_xclr_status(lambda label_embeddings, tau, label_temperature, dim: STATUSES.index(
+        spherical_dgp(xclr_weights(label_embeddings, label_temperature), tau, dim).status))
+    assert not res and "calls ncbook.dgp.spherical_dgp" in res.message
+
+
+def test_xclr_above_the_label_temperature_is_inconsistent_when_ones_leave_the_label_span():
+    """The solution's argument: with ||(I - P_E) 1||^2 > 1 no shift makes K(delta) PSD, in any dimension."""
+    rng = np.random.default_rng(0)
+    for n, m in ((12, 2), (16, 3), (20, 4)):
+        e = rng.standard_normal((n, m))
+        e /= np.linalg.norm(e, axis=1, keepdims=True)
+        res = spherical_dgp(xclr_weights(e, 0.2), 0.3, n + 1)
+        assert res.status == "inconsistent" and res.lambda_min < -1e-3

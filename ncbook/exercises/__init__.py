@@ -22,9 +22,10 @@ from ._contrastive import check_exp_collapse_point
 from ._contrastive import check_multiset_risk
 from ._contrastive import check_one_angle_cosine
 from ._contrastive import check_scl_collapse_k1
-from ._dgp import check_euclidean_shift
-from ._dgp import check_simplex_epsilon
-from ._dgp import check_w_info_nce
+from ._dgp import check_laplacian_status
+from ._dgp import check_superclass_epsilon
+from ._dgp import check_three_point_shift
+from ._dgp import check_xclr_status
 from ._margins import check_bound_ratio
 from ._margins import check_expected_batch_statistics
 from ._margins import check_relative_spread_margins
@@ -76,8 +77,9 @@ __all__ = [
     "check_log_mean_ce",
     "check_minority_norm_ratio_limit",
     "check_minority_orthogonal_ratio",
-    "check_euclidean_shift",
-    "check_simplex_epsilon",
-    "check_w_info_nce",
+    "check_laplacian_status",
+    "check_superclass_epsilon",
+    "check_three_point_shift",
+    "check_xclr_status",
     "run_cases",
 ]

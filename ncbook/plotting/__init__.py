@@ -11,6 +11,7 @@ from ._core import new_axes
 from ._core import per_class_bars
 from ._dgp import lambda_min_curve
 from ._intro import course_map
+from ._dgp import point_configurations
 from ._dgp import procrustes_scatter
 from ._primer import nc_curves
 from ._reweighting import class_loss_curves
@@ -39,6 +40,7 @@ __all__ = [
     "nc_curves",
     "new_axes",
     "per_class_bars",
+    "point_configurations",
     "procrustes_scatter",
     "risk_profiles",
     "class_loss_curves",
