@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = " ".join((ROOT / "README.md").read_text().split())  # whitespace normalised: phrases may wrap
 
 
-def _says(phrase: str) -> None:
+def assert_readme_says(phrase: str) -> None:
     assert " ".join(phrase.split()) in README, f"README does not say {phrase!r}"
 
 
@@ -59,52 +59,52 @@ def test_the_gpu_subset_and_the_pack():
     spec = data.GPU_SUBSETS["cifar10"]
     pool = int(data.gpu_subset_indices(torch.arange(10).repeat_interleave(5000)).numel())
     test = int(data.gpu_subset_indices(torch.arange(10).repeat_interleave(1000), train=False).numel())
-    _says(f"{pool} training images holding CIFAR-10-LT IF {spec['imbalance_ratio']:g} and {spec['per_class']} a class, "
+    assert_readme_says(f"{pool} training images holding CIFAR-10-LT IF {spec['imbalance_ratio']:g} and {spec['per_class']} a class, "
           f"and {spec['test_per_class']} test images a class")
     raw = (pool + test) * 3072
     ratio = 170_498_071 / (6 * 31_035_704)  # the CIFAR-10 python archive over its pickles (as in test_gpu_smoke)
-    _says(f"({pool + test} images, {raw / 1e6:.1f} MB of pixels; about {raw * ratio / 2**20:.0f} MiB packed")
+    assert_readme_says(f"({pool + test} images, {raw / 1e6:.1f} MB of pixels; about {raw * ratio / 2**20:.0f} MiB packed")
     pack = _module(ROOT / "tools" / "pack_data.py", "pack_data_readme")
     max_mib = pack.pack.__kwdefaults__["max_mib"]
-    _says(f"refuses a pack above `--max-mib`, {max_mib:g} by default")
-    _says(f"packs/ncbook-cifar10.tar.xz (refused above {max_mib:g} MiB)")
+    assert_readme_says(f"refuses a pack above `--max-mib`, {max_mib:g} by default")
+    assert_readme_says(f"packs/ncbook-cifar10.tar.xz (refused above {max_mib:g} MiB)")
 
 
 def test_the_plan_assumptions_and_the_quick_measurement():
     speeds = {d.device: d.train_images_per_s for d in profiles.DEVICE_SPEEDS}
-    _says(f"ResNet-32 training speed of {speeds['T4']:,.0f} images/s on a T4 (float32: a T4 has no native bf16) and "
+    assert_readme_says(f"ResNet-32 training speed of {speeds['T4']:,.0f} images/s on a T4 (float32: a T4 has no native bf16) and "
           f"{speeds['A100']:,.0f} on an A100")
     sources = {p.quick_source for p in profiles.PLANS.values()}
     assert len(sources) == 1
     date = re.search(r"\d{4}-\d{2}-\d{2}", sources.pop()).group(0)
-    _says(f"on the 2 cores of an x86_64 machine of the kind CI runs on, on {date}, while other jobs shared the cores")
+    assert_readme_says(f"on the 2 cores of an x86_64 machine of the kind CI runs on, on {date}, while other jobs shared the cores")
     full = profiles.PLANS["inverse_reweighting"].params["full"]
     assert full["DATASETS"] == ["cifar10", "cifar100"]
     words = {1: "one", 2: "two", 3: "three"}
-    _says(f"CIFAR-10-LT and CIFAR-100-LT with a ResNet-32 for {full['EPOCHS']} epochs, {words[len(full['SEEDS'])]} seeds")
+    assert_readme_says(f"CIFAR-10-LT and CIFAR-100-LT with a ResNet-32 for {full['EPOCHS']} epochs, {words[len(full['SEEDS'])]} seeds")
     window = re.search(r'WINDOW_S="\$\{WINDOW_S:-(\d+)\}"', (ROOT / "tools" / "run_full_gpu.sh").read_text()).group(1)
-    _says(f"a 10-minute window (`WINDOW_S`, {window} s by default)")
+    assert_readme_says(f"a 10-minute window (`WINDOW_S`, {window} s by default)")
 
 
 def test_the_grading_limits_are_the_graders_defaults():
     limits = _module(ROOT / "tools" / "assignments.py", "assignments_readme").Limits()
-    _says(f"`--timeout` seconds for all of a notebook's cells (default {limits.notebook_timeout})")
-    _says(f"`--cell-timeout` per cell ({limits.cell_timeout};")
-    _says(f"`--harvest-timeout` per question ({limits.harvest_timeout})")
-    _says(f"per process ({limits.memory >> 20});")
-    _says(f"of {limits.folder >> 20} MiB each where the installed bubblewrap has `--size`")
+    assert_readme_says(f"`--timeout` seconds for all of a notebook's cells (default {limits.notebook_timeout})")
+    assert_readme_says(f"`--cell-timeout` per cell ({limits.cell_timeout};")
+    assert_readme_says(f"`--harvest-timeout` per question ({limits.harvest_timeout})")
+    assert_readme_says(f"per process ({limits.memory >> 20});")
+    assert_readme_says(f"of {limits.folder >> 20} MiB each where the installed bubblewrap has `--size`")
     extra = limits.wall(1) - limits.notebook_timeout - limits.harvest_timeout
-    _says(f"`--timeout` plus `--harvest-timeout` for each question plus {extra} s")
+    assert_readme_says(f"`--timeout` plus `--harvest-timeout` for each question plus {extra} s")
 
 
 def test_the_notebook_test_limit_and_the_python_versions():
     notebooks = (ROOT / "tests" / "test_notebooks.py").read_text()
     quick = re.search(r'CELL_TIMEOUT = \{"quick": (\d+)', notebooks).group(1)
-    _says(f"a cell stuck for {quick} s fails naming it")
+    assert_readme_says(f"a cell stuck for {quick} s fails naming it")
     requires = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text()).group(1)
-    _says(f"Python {requires} or newer")
+    assert_readme_says(f"Python {requires} or newer")
     pinned = re.search(r"install together on Python (\d+\.\d+)", (ROOT / "requirements.txt").read_text()).group(1)
-    _says(f"install together on Python {pinned}, the version CI uses")
+    assert_readme_says(f"install together on Python {pinned}, the version CI uses")
 
 
 def test_quoted_measurements_say_how_and_when():
