@@ -14,11 +14,11 @@ import resource
 import time
 from pathlib import Path
 
-import jupytext
-import nbclient
 import numpy as np
 import pytest
 import torch
+
+from notebook_run import execute
 
 from ncbook import data
 
@@ -75,20 +75,6 @@ def test_smoke_scale_writes_the_standin_on_demand(tmp_path, monkeypatch):
         data.cifar_tensors("cifar10", tmp_path / "empty", train=False)
 
 
-def _execute(path: Path, env: dict):
-    nb = jupytext.read(path)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits the environment
-    try:
-        nbclient.NotebookClient(nb, timeout=1200, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}}).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return nb
 
 
 @pytest.mark.full_smoke
@@ -102,7 +88,7 @@ def test_full_profile_smoke(stem, tmp_path, capsys, request):
            "NCBOOK_RESULTS": str(results), "NCBOOK_CHECKPOINTS": str(tmp_path / "checkpoints"), "PYTHONPATH": os.pathsep.join(
                [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    nb = _execute(ROOT / "book" / f"{stem}.md", env)  # a failing cell raises CellExecutionError
+    nb = execute(ROOT / "book" / f"{stem}.md", env, timeout=1200)  # a failing cell raises CellExecutionError
     seconds, cpu1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)  # the kernel's CPU time, once reaped
     written = sorted(str(p.relative_to(results)) for p in results.rglob("*.json"))

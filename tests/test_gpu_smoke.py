@@ -18,13 +18,14 @@ import time
 from pathlib import Path
 
 import jupytext
-import nbclient
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 import ncbook
+from notebook_run import execute
+
 from ncbook import data, models, profiles, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,20 +270,6 @@ def test_run_full_gpu_dry_run_prints_every_chapters_model_and_the_plan():
 
 
 # --------------------------------------------------------------------------- every chapter at the stand-in scale
-def _execute(path: Path, env: dict):
-    nb = jupytext.read(path)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits the environment
-    try:
-        nbclient.NotebookClient(nb, timeout=1200, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}}).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return nb
 
 
 def _check_costs(stem: str, results: Path) -> list[str]:
@@ -307,7 +294,7 @@ def test_gpu_profile_smoke(stem, tmp_path, capsys, request):
            "NCBOOK_RESULTS": str(results), "NCBOOK_CHECKPOINTS": str(tmp_path / "checkpoints"), "PYTHONPATH": os.pathsep.join(
                [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     t0 = time.perf_counter()
-    nb = _execute(ROOT / "book" / f"{stem}.md", env)  # a failing cell raises CellExecutionError
+    nb = execute(ROOT / "book" / f"{stem}.md", env, timeout=1200)  # a failing cell raises CellExecutionError
     seconds = time.perf_counter() - t0
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
@@ -329,7 +316,7 @@ def test_gpu_profile_on_real_data(stem, capsys):
     env = {"NCBOOK_PROFILE": "gpu", "NCBOOK_SCALE": "paper", "NCBOOK_RESULTS": str(results),
            "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     t0 = time.perf_counter()
-    nb = _execute(ROOT / "book" / f"{stem}.md", env)
+    nb = execute(ROOT / "book" / f"{stem}.md", env, timeout=1200)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
     record = json.loads((results / "costs" / "gpu" / f"{stem}.json").read_text())

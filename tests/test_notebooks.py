@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 
 import jupytext
-import nbclient
 import pytest
 import yaml
+from notebook_run import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -39,19 +39,7 @@ CELL_TIMEOUT = {"quick": 300, "full": 1800}
 
 
 def _execute(path: Path, profile: str):
-    nb = jupytext.read(path)
-    env_before = os.environ.get("NCBOOK_PROFILE")
-    os.environ["NCBOOK_PROFILE"] = profile
-    try:
-        client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT[profile], kernel_name="python3",
-                                         resources={"metadata": {"path": str(path.parent)}})
-        client.execute()  # a failing cell raises CellExecutionError with its traceback
-    finally:
-        if env_before is None:
-            os.environ.pop("NCBOOK_PROFILE", None)
-        else:
-            os.environ["NCBOOK_PROFILE"] = env_before
-    return nb
+    return execute(path, {"NCBOOK_PROFILE": profile}, timeout=CELL_TIMEOUT[profile])
 
 
 def _assert_ran_clean(nb, name: str) -> None:
