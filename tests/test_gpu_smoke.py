@@ -249,7 +249,7 @@ def test_an_unwritable_results_folder_warns_once_and_the_timer_disarms(tmp_path)
     cost._armed = "network"
     timer = train._cost._CellTimer()
     train._cost._CellTimer.active, timer.t0 = cost, time.perf_counter()
-    with pytest.warns(RuntimeWarning, match="cost record not written"):
+    with pytest.warns(RuntimeWarning, match="was not recorded in"):
         timer.post()
     assert cost._armed is None and cost.cells["network"]["measured_s"] is not None
     timer.pre()
