@@ -10,6 +10,7 @@ its bubblewrap sandbox (see ``GRADED``), and checks every score, file and proces
 
 from __future__ import annotations
 
+import base64
 import csv
 import errno
 import hashlib
@@ -438,6 +439,47 @@ def test_identity_and_written_answers_come_from_the_cells_with_or_without_metada
     assert tool.student_identity(nb) == "'=HYPERLINK(1)"  # a spreadsheet reads it as text
 
 
+def test_every_hidden_case_enters_the_sandbox_after_every_public_case(built):
+    """A public case's message (the student's own exception text) reaches the feedback: while it can be written, no
+    hidden case may exist in the sandbox. The job lists each question's public cases, then each one's hidden cases."""
+    from ncbook.exercises._core import unpack_cases
+
+    grader = tool.Grader(built["seli"], b"a secret of sixteen bytes", tool.Limits(), sandbox=False)
+    stages = [h["stage"] for h in grader.harvest]
+    n = len(grader.parts)
+    assert stages == ["public"] * n + ["hidden"] * n
+    for i, (_, part, public, hidden) in enumerate(grader.parts):
+        for item, cases in ((grader.harvest[i], public), (grader.harvest[n + i], hidden)):
+            assert item["exercise"] == part.exercise
+            got = unpack_cases(base64.b64decode(item["cases"]))
+            assert len(got) == len(cases) and all(
+                np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for a, b in zip(got, cases) for k in a)
+    assert tool.Limits().wall(len(grader.harvest)) == 600 + 60 * 2 * n + 90
+
+
+def test_review_flags_name_what_rewrites_the_grading_and_spare_honest_code(built):
+    handed = nbformat.read(built["nc_primer"] / "student" / "nc_primer.ipynb", as_version=4)
+    solutions = nbformat.read(built["nc_primer"] / "solutions" / "nc_primer.ipynb", as_version=4)
+    assert tool.review_flags(solutions, handed) == [] and tool.review_flags(handed, handed) == []
+    cases = {
+        CHEAT_PATCH: ["imports ncbook.exercises._core", "uses .harvest", "assigns to an attribute of the module _core"],
+        "import sys\nsys.setprofile = lambda *a: None": ["uses .setprofile", "assigns to an attribute of the module sys"],
+        "from ncbook.metrics import _nc\nx = _nc._class_means": ["imports from ncbook.metrics: _nc"],
+        "import numpy as np\nnp.savez = print": ["assigns to an attribute of the module np (.savez)"],
+        "import threading": ["imports threading"],
+        "f = eval('1')": ["uses eval"],
+        "!cat /etc/passwd": ["a shell or magic line"],
+        "def f(:\n    pass": ["does not parse"],
+    }
+    for source, expected in cases.items():
+        flags = tool.review_flags(_with_cell(handed, 3, source), handed)
+        assert flags and all(f.startswith("cell 3: ") for f in flags), (source, flags)
+        for text in expected:
+            assert any(text in f for f in flags), (source, text, flags)
+    honest = "import numpy as np\nexpected = np.ones(3)\nresult = np.linalg.svd(np.eye(3))[1]"  # names, not machinery
+    assert tool.review_flags(_with_cell(handed, 3, honest), handed) == []
+
+
 def test_grading_refuses_without_bubblewrap_unless_told(built, tmp_path, monkeypatch):
     secret = tool.write_secret(tmp_path / "secret.txt")
     monkeypatch.setattr(tool.shutil, "which", lambda name: None)
@@ -569,6 +611,53 @@ print("started")
 '''
 
 
+CHEAT_LEAK = '''import json, sys
+
+def leak(**kwargs):
+    """Raise with every case found in a caller's frame, the last first: a public case's message reaches the feedback."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        cases = frame.f_locals.get("cases")
+        if isinstance(cases, list) and cases:
+            rows = [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in c.items()} for c in cases[::-1]]
+            raise RuntimeError("LEAK " + json.dumps(rows)[:1900])
+        frame = frame.f_back
+    raise RuntimeError("LEAK none")
+'''
+
+# the grading code rewritten inside the kernel: it cannot be prevented there, and the review column names it
+CHEAT_PATCH = '''import ncbook.exercises._core as _core
+from ncbook.exercises import EXERCISES as _EX
+
+def _fake_harvest(name, student, inputs, outputs, *, function=""):
+    cases = _core.unpack_cases(open(inputs, "rb").read())
+    outs = [_core.Outcome(value=_core._to_numpy(_EX[name].expected(c))) for c in cases]
+    open(outputs, "wb").write(_core.pack_outcomes(outs))
+
+_core.harvest = _fake_harvest
+'''
+
+
+def _stub_leak(function: str, params) -> str:
+    return f"def {function}({', '.join(params)}):\n    leak()"
+
+
+def _stub_unwatched(function: str, exercise: str, params, turn: int) -> str:
+    """The reference run where the profiler hook of the calling thread does not see it: in a thread (even turns), or
+    as a copy of its code with other line numbers (odd turns)."""
+    call = ", ".join(f"{p}={p}" for p in params)
+    if turn % 2 == 0:
+        body = (f"    import threading\n    from ncbook.exercises import EXERCISES\n    box = []\n"
+                f"    t = threading.Thread(target=lambda: box.append(EXERCISES[{exercise!r}].expected(dict({call}))))\n"
+                f"    t.start(); t.join()\n    return box[0]")
+    else:
+        body = (f"    import types\n    from ncbook.exercises import EXERCISES\n    ref = EXERCISES[{exercise!r}].reference\n"
+                f"    code = ref.__code__.replace(co_firstlineno=ref.__code__.co_firstlineno + 10000)\n"
+                f"    copy = types.FunctionType(code, ref.__globals__, ref.__name__, ref.__defaults__, ref.__closure__)\n"
+                f"    copy.__kwdefaults__ = ref.__kwdefaults__\n    return copy({call})")
+    return f"def {function}({', '.join(params)}):\n{body}"
+
+
 def _stub_cheat(function: str, params) -> str:
     args = ", ".join(params)
     return f"def {function}({args}):\n    return from_frames({', '.join(f'{p}={p}' for p in params)})"
@@ -625,6 +714,10 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
                      str(Path.home()), "/tmp", "/var/tmp", "/dev/shm"]
     functions = [(p.function, EXERCISES[p.exercise].params) for q in questions for p in q.auto]
     frames = _with_cell(untouched, -1, CHEAT_FRAMES + "\n\n" + "\n\n".join(_stub_cheat(f, ps) for f, ps in functions))
+    leak = _with_cell(untouched, -1, CHEAT_LEAK + "\n\n" + "\n\n".join(_stub_leak(f, ps) for f, ps in functions))
+    unwatched = _with_cell(untouched, -1, "\n\n".join(
+        _stub_unwatched(p.function, p.exercise, EXERCISES[p.exercise].params, i)
+        for i, p in enumerate(p for q in questions for p in q.auto)))
     notebooks = {
         "solutions": solutions,
         "alternative": _replace_functions(solutions, ALTERNATIVE[chapter]),
@@ -634,6 +727,9 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
         "no_metadata": _strip(solutions),
         "cheat_rebind": _with_cell(untouched, 2, CHEAT_REBIND),
         "cheat_frames": frames,
+        "cheat_leak": leak,
+        "cheat_unwatched": unwatched,
+        "cheat_patch": _with_cell(untouched, 2, CHEAT_PATCH),
         "cheat_read": _with_cell(untouched, 2, f"TARGETS = {read_targets!r}\n" + CHEAT_READ),
         "cheat_write": _with_cell(untouched, 2, f"TARGETS = {write_targets!r}\nMARKER = {marker!r}\n" + CHEAT_WRITE),
         "cheat_background": _with_cell(untouched, 2, f"TARGETS = {[str(scores), '/tmp/' + marker]!r}\n"
@@ -666,7 +762,7 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
     header = next(csv.reader(scores.open()))
     written = [f"{q.label} written" for q in questions if q.written]
     assert header == ["student", "submission", *auto, *written, "total", "possible", "written_possible", "seconds",
-                      "error"]
+                      "error", "review"]
     got = {name: {q: float(r[q]) for q in auto} for name, r in table.items()}
     full = {q: float(p) for q, p in auto.items()}
     zero = {q: 0.0 for q in auto}
@@ -675,8 +771,14 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
         assert float(table[name]["total"]) == possible == float(table[name]["possible"])
     assert got["planted.ipynb"] == {**full, question: 0.0}
     for name in ("untouched.ipynb", "truncated.ipynb", "cheat_rebind.ipynb", "cheat_frames.ipynb", "cheat_read.ipynb",
-                 "cheat_write.ipynb", "cheat_background.ipynb"):
+                 "cheat_write.ipynb", "cheat_background.ipynb", "cheat_leak.ipynb", "cheat_unwatched.ipynb"):
         assert got[name] == zero, (name, table[name]["error"])
+    # what rewrites the grading code in the kernel is named for the instructor; honest notebooks are not
+    assert "harvest" in table["cheat_patch.ipynb"]["review"] and "_core" in table["cheat_patch.ipynb"]["review"]
+    for name in ("cheat_rebind.ipynb", "cheat_frames.ipynb", "cheat_unwatched.ipynb"):
+        assert table[name]["review"], name
+    for name in ("solutions.ipynb", "alternative.ipynb", "untouched.ipynb", "planted.ipynb", "no_metadata.ipynb"):
+        assert table[name]["review"] == "", (name, table[name]["review"])
     assert "time limit" in table["loop.ipynb"]["error"] and table["loop.ipynb"]["error"].startswith("loop.ipynb: ")
     assert "invalid JSON" in table["truncated.ipynb"]["error"] and "truncated.ipynb" in table["truncated.ipynb"]["error"]
     assert table["untouched.ipynb"]["error"] == "" and table["solutions.ipynb"]["error"] == ""

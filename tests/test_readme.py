@@ -90,11 +90,12 @@ def test_the_grading_limits_are_the_graders_defaults():
     limits = _module(ROOT / "tools" / "assignments.py", "assignments_readme").Limits()
     assert_readme_says(f"`--timeout` seconds for all of a notebook's cells (default {limits.notebook_timeout})")
     assert_readme_says(f"`--cell-timeout` per cell ({limits.cell_timeout};")
-    assert_readme_says(f"`--harvest-timeout` per question ({limits.harvest_timeout})")
+    assert_readme_says(f"`--harvest-timeout` per question for its public cases and again for its hidden cases "
+                       f"({limits.harvest_timeout})")
     assert_readme_says(f"per process ({limits.memory >> 20});")
     assert_readme_says(f"of {limits.folder >> 20} MiB each where the installed bubblewrap has `--size`")
-    extra = limits.wall(1) - limits.notebook_timeout - limits.harvest_timeout
-    assert_readme_says(f"`--timeout` plus `--harvest-timeout` for each question plus {extra} s")
+    extra = limits.wall(2) - limits.notebook_timeout - 2 * limits.harvest_timeout  # two harvests a question
+    assert_readme_says(f"`--timeout` plus twice `--harvest-timeout` for each question plus {extra} s")
 
 
 def test_the_notebook_test_limit_and_the_python_versions():

@@ -503,6 +503,73 @@ def student_identity(nb) -> str | None:
     return None
 
 
+# what in a submission's own code the instructor should look at (see review_flags): attributes of the grading
+# machinery, the references, the profiler hook, frames and code objects; names of dynamic code; modules that
+# start threads or processes or reach into the interpreter
+_REVIEW_ATTRIBUTES = {"EXERCISES", "reference", "expected", "harvest", "collect", "watched", "setprofile",
+                      "getprofile", "settrace", "gettrace", "_getframe", "f_locals", "f_globals", "f_back", "__code__",
+                      "co_code", "get_objects", "getsource", "modules", "__globals__", "__closure__"}
+_REVIEW_NAMES = {"EXERCISES", "exec", "eval", "compile", "__import__", "__builtins__", "setattr", "globals"}
+_REVIEW_MODULES = {"importlib", "ctypes", "gc", "threading", "_thread", "multiprocessing", "subprocess", "signal",
+                   "concurrent", "pickle", "marshal"}
+
+
+def review_flags(nb, handed=None) -> list[str]:
+    """What in a submission's own code cells (not the handed-out ones) an instructor should read: statically,
+    never run. A notebook runs in the student's kernel, where code can rewrite the grading code itself
+    (monkeypatching ``ncbook`` or numpy) or call a reference outside the watched function; the scores cannot
+    see that, this list can: a private module or attribute of an imported package, an assignment to an
+    attribute of an imported module, one of the attributes, names or modules of :data:`_REVIEW_ATTRIBUTES`,
+    :data:`_REVIEW_NAMES` and :data:`_REVIEW_MODULES`, a shell or magic line, a cell that does not parse.
+    One line each (cell index and what), in the order found.
+    """
+    own = {_norm(c.source) for c in (handed.cells if handed is not None else []) if c.cell_type == "code"}
+    flags: list[str] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not cell.source.strip() or _norm(cell.source) in own:
+            continue
+        lines = cell.source.splitlines()
+        if any(line.lstrip().startswith(("%", "!")) for line in lines):
+            flags.append(f"cell {index}: a shell or magic line")
+        code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            flags.append(f"cell {index}: does not parse")
+            continue
+        modules: set[str] = set()
+        found: list[str] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    modules.add((a.asname or a.name).split(".")[0])
+                    if any(part.startswith("_") for part in a.name.split(".")) or \
+                            a.name.split(".")[0] in _REVIEW_MODULES:
+                        found.append(f"imports {a.name}")
+            elif isinstance(node, ast.ImportFrom):
+                mod = node.module or ""
+                if any(part.startswith("_") for part in mod.split(".")) or mod.split(".")[0] in _REVIEW_MODULES or \
+                        any(a.name.startswith("_") or a.name in _REVIEW_ATTRIBUTES for a in node.names):
+                    found.append(f"imports from {mod}: {', '.join(a.name for a in node.names)}")
+                modules.update(a.asname or a.name for a in node.names)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                root = node
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                base = root.id if isinstance(root, ast.Name) else ""
+                if node.attr in _REVIEW_ATTRIBUTES:
+                    found.append(f"uses .{node.attr}")
+                elif base in modules and node.attr.startswith("_") and not node.attr.startswith("__"):
+                    found.append(f"uses the private attribute {node.attr} of {base}")
+                if isinstance(node.ctx, (ast.Store, ast.Del)) and base in modules:
+                    found.append(f"assigns to an attribute of the module {base} (.{node.attr})")
+            elif isinstance(node, ast.Name) and node.id in _REVIEW_NAMES:
+                found.append(f"uses {node.id}")
+        flags += [f"cell {index}: {what}" for what in dict.fromkeys(found)]
+    return flags
+
+
 def _norm(source: str) -> str:
     return "\n".join(line.rstrip() for line in source.strip().splitlines())
 
@@ -566,13 +633,15 @@ class Limits:
 
     notebook_timeout: int = 600      # seconds for all its cells
     cell_timeout: int = 300          # seconds for one cell
-    harvest_timeout: int = 60        # seconds to apply the functions of one question to its cases
+    harvest_timeout: int = 60        # seconds to apply the functions of one question to its public cases (and again
+                                     # to its hidden cases)
     memory: int = 4096 << 20         # bytes of data (heap, arrays, tensors) per process
     folder: int = 512 << 20          # bytes of its private folder (and of its /tmp)
 
-    def wall(self, parts: int) -> int:
-        """The most seconds a submission's sandbox may take before it is killed."""
-        return self.notebook_timeout + self.harvest_timeout * max(parts, 1) + 90
+    def wall(self, harvests: int) -> int:
+        """The most seconds a submission's sandbox may take before it is killed, with ``harvests`` harvests (two
+        a question: its public cases, then its hidden cases)."""
+        return self.notebook_timeout + self.harvest_timeout * max(harvests, 1) + 90
 
 
 def sandbox_env(profile: str | None, home: str = SANDBOX_HOME) -> dict[str, str]:
@@ -754,15 +823,21 @@ class Grader:
                                      "this ncbook does not have: rebuild the assignment")
                 spec = EXERCISES[part.exercise]
                 self.parts.append((q, part, spec.public_cases(), spec.hidden_cases(secret)))
-        self.harvest = [{"exercise": part.exercise, "function": part.function,
-                         "cases": base64.b64encode(pack_cases(public + hidden)).decode()}
-                        for _, part, public, hidden in self.parts]
+        # every question's public cases first, then every question's hidden cases: while any text of the
+        # student's can still reach the feedback (a public case's error message), no hidden case exists in the
+        # sandbox, and nothing the student writes after that is shown (the runner sends no text of a hidden stage)
+        self.harvest = [{"exercise": part.exercise, "function": part.function, "stage": stage,
+                         "cases": base64.b64encode(pack_cases(cases)).decode()}
+                        for stage in ("public", "hidden")
+                        for _, part, *both in self.parts
+                        for cases in [both[0] if stage == "public" else both[1]]]
 
     # the columns of the scores table
     def columns(self) -> list[str]:
         auto = [q.label for q in self.questions if q.auto]
         written = [f"{q.label} written" for q in self.questions if q.written]
-        return ["student", "submission", *auto, *written, "total", "possible", "written_possible", "seconds", "error"]
+        return ["student", "submission", *auto, *written, "total", "possible", "written_possible", "seconds", "error",
+                "review"]
 
     def possible(self) -> float:
         return sum(q.auto_points for q in self.questions)
@@ -795,9 +870,8 @@ class Grader:
             row["seconds"] = round(result.seconds, 1)
         scores = {q.label: 0.0 for q in self.questions if q.auto}
         body = []
-        for i, (q, part, public, hidden) in enumerate(self.parts):
-            spec = EXERCISES[part.exercise]
-            got = result.outcomes.get(i)
+        def outcomes_of(index: int, cases: list) -> list:
+            got = result.outcomes.get(index)
             if isinstance(got, bytes):
                 try:
                     outcomes = unpack_outcomes(got)
@@ -805,16 +879,20 @@ class Grader:
                     outcomes = []
             else:
                 outcomes = [Outcome(error="missing", detail=f"no results: {got or 'the notebook did not finish'}.")] * \
-                           (len(public) + len(hidden))
-            if len(outcomes) != len(public) + len(hidden):
-                outcomes = [Outcome(error="missing", detail="the results do not match the cases.")] * \
-                           (len(public) + len(hidden))
-            check = spec.judge(public, outcomes[:len(public)])
-            verdicts = spec.verdicts(hidden, outcomes[len(public):])
+                           len(cases)
+            if len(outcomes) != len(cases):
+                outcomes = [Outcome(error="missing", detail="the results do not match the cases.")] * len(cases)
+            return outcomes
+
+        for i, (q, part, public, hidden) in enumerate(self.parts):
+            spec = EXERCISES[part.exercise]
+            check = spec.judge(public, outcomes_of(i, public))
+            hidden_outcomes = outcomes_of(len(self.parts) + i, hidden)
+            verdicts = spec.verdicts(hidden, hidden_outcomes)
             passed = sum(v is None for v in verdicts)
             earned = (part.public if check.passed else 0) + (part.hidden if passed == len(hidden) else 0)
             scores[q.label] += earned
-            first = next((o for o, v in zip(outcomes[len(public):], verdicts) if v is not None), None)
+            first = next((o for o, v in zip(hidden_outcomes, verdicts) if v is not None), None)
             why = "" if first is None else f" (first failure: {_KINDS.get(first.error, 'wrong value')})"
             body += [f"## {q.title} ({q.label}): `{part.function}`, {earned:g} of {_points(part.public + part.hidden)}",
                      "", f"- public check ({_points(part.public)}): {'passed' if check.passed else 'failed'}",
@@ -827,6 +905,8 @@ class Grader:
         row["total"] = sum(scores.values())
         if problems:
             row["error"] = _clean(f"{path.name}: " + "; ".join(problems), 600)
+        if nb is not None:
+            row["review"] = _clean("; ".join(review_flags(nb, self.handed)), 600)
         lines += [f"Autograded: {row['total']:g} of {_points(row['possible'])}. Written answers: graded by hand "
                   f"({_points(row['written_possible'])}).", ""]
         if problems:
@@ -863,7 +943,7 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
     grader = Grader(build_dir, secret, limits, sandbox=sandbox, profile=profile)
     paths = sorted(p for p in Path(submissions).glob("*.ipynb") if p.is_file())
     jobs = max(1, jobs or ncbook.usable_cores())
-    bound = math.ceil(len(paths) / jobs) * limits.wall(len(grader.parts)) if paths else 0
+    bound = math.ceil(len(paths) / jobs) * limits.wall(len(grader.harvest)) if paths else 0
     digest = hashlib.sha256((build_dir / "assignment.json").read_bytes()).hexdigest()[:12]
     log(f"assignment {build_dir / 'assignment.json'} (sha256 {digest}; chapter {grader.manifest['chapter']}, "
         f"{len(grader.parts)} autograded parts); {len(paths)} notebooks, {jobs} at a time; at most {bound} s")

@@ -7,8 +7,8 @@ imported by the grader. The protocol:
 
 * stdin (read whole, then closed): one JSON job: the notebook (code and Markdown cells), its file
   name, the time limits, the memory limit and, per autograded question, the exercise name, the
-  student's function name and the cases (an ``.npz`` of numbers, base64; public and hidden cases
-  mixed, no expected values).
+  student's function name, the stage (``public`` or ``hidden``) and the cases (an ``.npz`` of numbers,
+  base64; no expected values). Every public stage comes before every hidden one.
 * stdout: JSON lines. ``{"event": "notebook", ...}`` (the notebook as executed, sent *before* any
   hidden case is written to disk), then one ``{"event": "outcomes", "index": i, "npz": ...}`` per
   question (what the student's function returned on each case: numbers, or an error kind), then
@@ -164,7 +164,9 @@ class Runner:
                 event["error"] = "timeout" if state == "timeout" else "kernel died"
             elif not os.path.isfile(outputs) or os.path.getsize(outputs) > MAX_OUTCOMES_BYTES:
                 errors = [o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-                event["error"] = f"no results ({str(errors[0])[:60]})" if errors else "no results"
+                # a hidden stage sends no text the notebook chose (an exception's name could carry a hidden input)
+                event["error"] = f"no results ({str(errors[0])[:60]})" if errors and q.get("stage") != "hidden" \
+                    else "no results"
             else:
                 with open(outputs, "rb") as f:
                     event["npz"] = base64.b64encode(f.read()).decode()

@@ -228,27 +228,101 @@ def _code_of(fn: Callable) -> Any:
     return getattr(fn, "__code__", None) or getattr(getattr(fn, "forward", None), "__code__", None)
 
 
+def _shape_of(code: Any) -> Any:
+    """``code`` without where it was written (file, name, line numbers), nested code objects included: two
+    compilations of the same function, or a copy with shifted line numbers, have the same shape."""
+    consts = tuple(_shape_of(c) if inspect.iscode(c) else c for c in code.co_consts)
+    return code.replace(co_filename="", co_name="", co_qualname="", co_firstlineno=1, co_linetable=b"",
+                        co_consts=consts)
+
+
+def _private_neighbours(fn: Callable) -> list[Callable]:
+    """Every function defined in the private module of ``fn`` (``ncbook.<package>._<module>``), methods
+    included: the helpers a forbidden function is made of are forbidden with it."""
+    fn = inspect.unwrap(fn)
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    name = getattr(module, "__name__", "")
+    if not name.startswith("ncbook.") or "._" not in name or name == __name__:
+        return []
+    found = []
+    for value in vars(module).values():
+        for f in (value, *vars(value).values()) if inspect.isclass(value) else (value,):
+            f = inspect.unwrap(f) if callable(f) else f
+            if inspect.isfunction(f) and f.__module__ == name:
+                found.append(f)
+    return found
+
+
+def _nested_codes(code: Any) -> list[Any]:
+    out = [code]
+    for c in code.co_consts:
+        if inspect.iscode(c):
+            out += _nested_codes(c)
+    return out
+
+
+# builtins that run code this thread's profiler hook cannot see: a new thread, a new process
+_UNWATCHED_STARTS = tuple(f for f in (getattr(__import__("_thread"), "start_new_thread", None),
+                                      getattr(__import__("_thread"), "start_joinable_thread", None),
+                                      getattr(__import__("os"), "fork", None), getattr(__import__("os"), "forkpty", None),
+                                      getattr(__import__("os"), "posix_spawn", None),
+                                      getattr(__import__("os"), "posix_spawnp", None),
+                                      getattr(__import__("_posixsubprocess"), "fork_exec", None)) if f is not None)
+_SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile  # the builtins, kept before any notebook cell can rebind them
+
+
 class _CallWatcher:
-    """Notes whether any of ``forbidden`` runs while the student's function runs (``sys.setprofile``)."""
+    """Notes whether a forbidden function runs while the student's function runs (``sys.setprofile``).
+
+    Forbidden: ``forbidden``, every function of their private modules (their helpers), any function
+    with the same code written elsewhere (a re-compiled or re-located copy), and starting a thread or
+    a process (code the hook of this thread would not see). If the hook is gone or replaced when the
+    call returns, that counts as a forbidden call too. A deterrent inside the student's own process,
+    not a proof: a copy of the source with other names is not seen.
+    """
 
     def __init__(self, forbidden: Sequence[Callable]):
-        self.codes = {c: f for f in forbidden if (c := _code_of(f)) is not None}
-        self.hit: Callable | None = None
+        self.codes: dict[Any, Callable] = {}
+        for f in [*forbidden, *(g for f in forbidden for g in _private_neighbours(f))]:  # named ones first
+            if (c := _code_of(f)) is not None:
+                for nested in _nested_codes(c):
+                    self.codes.setdefault(nested, f)
+        self.shapes = {_shape_of(c): f for c, f in self.codes.items()}
+        self.seen: dict[int, tuple[Any, Callable | None]] = {}
+        self.hit: Callable | str | None = None
         self._previous = None
 
+    def _match(self, code: Any) -> Callable | None:
+        known = self.seen.get(id(code))
+        if known is None or known[0] is not code:
+            found = self.codes.get(code)
+            if found is None:
+                try:
+                    found = self.shapes.get(_shape_of(code))
+                except (TypeError, ValueError):
+                    found = None
+            known = self.seen[id(code)] = (code, found)
+        return known[1]
+
     def _profile(self, frame, event, arg):
-        if event == "call" and self.hit is None and frame.f_code in self.codes:
-            self.hit = self.codes[frame.f_code]
+        if self.hit is not None:
+            return
+        if event == "call":
+            found = self._match(frame.f_code)
+            if found is not None:
+                self.hit = found
+        elif event == "c_call" and any(arg is f for f in _UNWATCHED_STARTS):
+            self.hit = "starts a thread or a process, which the check cannot watch"
 
     def __enter__(self):
-        if self.codes:
-            self._previous = sys.getprofile()
-            sys.setprofile(self._profile)
+        self._previous = _GETPROFILE()
+        _SETPROFILE(self._profile)
         return self
 
     def __exit__(self, *exc):
-        if self.codes:
-            sys.setprofile(self._previous)
+        if _GETPROFILE() != self._profile and self.hit is None:
+            self.hit = "removed or replaced the profiler hook the check watches it with"
+        _SETPROFILE(self._previous)
         return False
 
 
@@ -299,32 +373,36 @@ def collect(student: Any, cases: Sequence[Case], forbid: Sequence[Callable] = ()
     out = []
     for case in cases:
         watcher = _CallWatcher(forbid)
-        try:
-            with watcher:
+        got = arr = problem = None
+        with watcher:  # the conversion too: an __array__ or __float__ of the returned object runs watched
+            try:
                 got = student(**{k: _copy(v) for k, v in case.items()})
-        except NotImplementedError:
-            out.append(Outcome(error="not_implemented",
-                               detail="not implemented yet (the function raised NotImplementedError)."))
-            continue
-        except Exception as exc:  # report any student error as a failed case
-            out.append(Outcome(error="exception", detail=f"raised {type(exc).__name__}: {exc}"[:2000]))
-            continue
-        if watcher.hit is not None:
+            except NotImplementedError:
+                problem = Outcome(error="not_implemented",
+                                  detail="not implemented yet (the function raised NotImplementedError).")
+            except Exception as exc:  # report any student error as a failed case
+                problem = Outcome(error="exception", detail=f"raised {type(exc).__name__}: {exc}"[:2000])
+            else:
+                if got is not None:
+                    try:
+                        arr = _to_numpy(got)
+                    except Exception:  # also whatever a returned object's own conversion raises
+                        problem = Outcome(error="not_array", detail=f"returned {type(got).__name__}, not an array")
+        if isinstance(watcher.hit, str):
+            out.append(Outcome(error="forbidden", detail=f"your function {watcher.hit}; compute the answer in the "
+                                                         "function itself."))
+        elif watcher.hit is not None:
             out.append(Outcome(error="forbidden", detail=f"your function calls {_qualname(watcher.hit)}, the function "
-                                                         "this exercise asks you to write (or the check's reference); "
-                                                         "implement it without it."))
+                                                         "this exercise asks you to write (or the check's reference, or "
+                                                         "one of their helpers); implement it without it."))
+        elif problem is not None:
+            out.append(problem)
         elif got is None:
             out.append(Outcome(error="none", detail="returned None"))
+        elif arr.size > MAX_OUTPUT_SIZE:
+            out.append(Outcome(error="too_large", detail=f"returned an array of shape {arr.shape}"))
         else:
-            try:
-                arr = _to_numpy(got)
-            except (TypeError, ValueError, RuntimeError):
-                out.append(Outcome(error="not_array", detail=f"returned {type(got).__name__}, not an array"))
-                continue
-            if arr.size > MAX_OUTPUT_SIZE:
-                out.append(Outcome(error="too_large", detail=f"returned an array of shape {arr.shape}"))
-            else:
-                out.append(Outcome(value=arr))
+            out.append(Outcome(value=arr))
     return out
 
 
@@ -432,8 +510,9 @@ class Exercise:
         return CheckResult(self.name, True, self.summary or f"matches the reference on {len(cases)} cases.")
 
     def watched(self) -> tuple[Callable, ...]:
-        """The functions a student's function may not call: ``forbid`` and the reference itself."""
-        return self.forbid + ((self.reference,) if self.reference is not None else ())
+        """The functions a student's function may not call: ``forbid``, the reference itself and the case
+        generator (with each, the other functions of its private module: the check's own helpers too)."""
+        return self.forbid + ((self.reference,) if self.reference is not None else ()) + (self.cases,)
 
     def check(self, student: Callable[..., Any]) -> CheckResult:
         """The public check: ``student`` on the public cases, judged after every call has returned."""
