@@ -117,3 +117,64 @@ def test_calling_the_reference_of_the_check_is_refused(name):
     spec = ex.EXERCISES[name]  # every reference: a private function of the package or a call of a public one
     res = spec.check(lambda *args, **kwargs: spec.reference(*args, **kwargs))
     assert not res and "calls" in res.message
+
+
+def _in_thread(spec):
+    import threading
+
+    def student(**case):
+        box = []
+        t = threading.Thread(target=lambda: box.append(spec.expected(case)))
+        t.start()
+        t.join()
+        return box[0]
+    return student
+
+
+def _hook_removed(spec):
+    import sys
+
+    def student(**case):
+        sys.setprofile(None)
+        return spec.expected(case)
+    return student
+
+
+def _lazy_array(spec):
+    def student(**case):
+        class Lazy:
+            def __array__(self, dtype=None, copy=None):
+                return np.asarray(spec.expected(case), dtype=dtype)
+        return Lazy()
+    return student
+
+
+def _code_copy(spec):
+    import types
+
+    ref = spec.reference
+    code = ref.__code__.replace(co_firstlineno=ref.__code__.co_firstlineno + 10000, co_filename="elsewhere.py")
+    copy = types.FunctionType(code, ref.__globals__, ref.__name__, ref.__defaults__, ref.__closure__)
+    copy.__kwdefaults__ = ref.__kwdefaults__
+    return lambda **case: copy(**case)
+
+
+@pytest.mark.parametrize("trick", [_in_thread, _hook_removed, _lazy_array, _code_copy])
+@pytest.mark.parametrize("name", ["nc1", "etf_cost_ratio", "laplacian_status"])
+def test_the_reference_out_of_the_hooks_sight_is_refused(trick, name):
+    """A thread, a removed hook, a conversion after the call, a re-located copy of the code: each is refused."""
+    spec = ex.EXERCISES[name]
+    res = spec.check(trick(spec))
+    assert not res and "your function" in res.message, res.message
+
+
+def test_a_private_helper_of_a_forbidden_function_is_refused():
+    """nc1 is forbidden in the NC1 exercise: so are the helpers of its private module it is made of."""
+    from ncbook.metrics import _nc
+
+    def student(features, labels, num_classes):
+        h, y = _nc._features_labels(features, labels, num_classes)[:2]
+        return float(np.var(np.asarray(h)))  # any value: the call of the helper is what is refused
+
+    res = ex.EXERCISES["nc1"].check(student)
+    assert not res and "calls ncbook.metrics._features_labels" in res.message, res.message

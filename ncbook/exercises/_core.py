@@ -229,8 +229,9 @@ def _code_of(fn: Callable) -> Any:
 
 
 def _shape_of(code: Any) -> Any:
-    """``code`` without where it was written (file, name, line numbers), nested code objects included: two
-    compilations of the same function, or a copy with shifted line numbers, have the same shape."""
+    """``code`` without where it was written (file, name, line numbers), nested code objects included: a copy of
+    a function's code object moved to other lines or another file has the same shape. (Source compiled again,
+    e.g. with other ``__future__`` flags, may not: that is left to the grader's review of the notebook's code.)"""
     consts = tuple(_shape_of(c) if inspect.iscode(c) else c for c in code.co_consts)
     return code.replace(co_filename="", co_name="", co_qualname="", co_firstlineno=1, co_linetable=b"",
                         co_consts=consts)
@@ -275,7 +276,7 @@ class _CallWatcher:
     """Notes whether a forbidden function runs while the student's function runs (``sys.setprofile``).
 
     Forbidden: ``forbidden``, every function of their private modules (their helpers), any function
-    with the same code written elsewhere (a re-compiled or re-located copy), and starting a thread or
+    whose code object is a re-located copy of theirs, and starting a thread or
     a process (code the hook of this thread would not see). If the hook is gone or replaced when the
     call returns, that counts as a forbidden call too. A deterrent inside the student's own process,
     not a proof: a copy of the source with other names is not seen.
