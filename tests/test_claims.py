@@ -255,6 +255,19 @@ def test_the_report_opens_with_counts_and_keeps_the_kinds_apart(tmp_path):
     assert "<a href" not in page and '<a href="seli.html">' in book.reproduction_report(tmp_path, links=True).html
 
 
+def test_the_report_reads_past_the_cost_estimates_a_chapter_writes_while_running(tmp_path):
+    """A chapter run writes cost estimates beside its claim records (results/costs/<profile>/): not a run's results."""
+    from ncbook import train
+
+    book.record_claim(tmp_path, claim="our check", ours=1.0, tolerance={"above": 0}, **CHECK)
+    cost = train.ChapterCost("seli", results=tmp_path)
+    cost.add("network", 1.0, train.Throughput(0.05, 0.5, 1e-4, 128, "cpu (1 thread)", "float32", 4))
+    cost._measured("network", 1.5)
+    assert list((tmp_path / "costs").rglob("*.json")), "the cost estimate was written"
+    report = book.reproduction_report(tmp_path)
+    assert report.counts["check"]["quick"]["passed"] == 1
+
+
 def test_the_report_says_where_records_come_from_when_there_are_none(tmp_path):
     report = book.reproduction_report(tmp_path / "nowhere")
     assert report.origin.startswith(f"No claim records in {tmp_path / 'nowhere'}/claims/.")

@@ -22,6 +22,7 @@ from ._records import CLAIM_VERDICTS
 from ._records import claim_counts
 from ._records import KINDS
 from ._records import RECORD_PROFILES
+from ._records import WRITTEN_WHILE_RUNNING
 from ._records import _chapter_rank
 from ._records import load_claims
 from ._records import load_results
@@ -218,7 +219,8 @@ def reproduction_report(folder: str | Path, *, links: bool = False, shown_as: st
     """
     folder = Path(folder)
     records = load_claims(folder)
-    run_dirs = [d.name for d in folder.glob("*/") if d.is_dir() and d.name != "claims"] if folder.is_dir() else []
+    run_dirs = [d.name for d in folder.glob("*/") if d.is_dir() and d.name not in WRITTEN_WHILE_RUNNING] \
+        if folder.is_dir() else []  # results of recorded runs, not the claim records and cost estimates beside them
     runs = [r for stem in sorted(run_dirs, key=_chapter_rank) for r in load_results(folder, stem)]
     grouped = _group(records)
     counts = claim_counts(records)
