@@ -3,6 +3,7 @@ stubs report "not implemented yet"; and the chapter's figures."""
 
 import itertools
 import math
+from pathlib import Path
 
 import matplotlib
 
@@ -103,6 +104,22 @@ def test_one_angle_cosine():
                                                                            setting=setting, temperature=tau)[1, 2])
     assert not res and "calls ncbook.contrastive.optimal_gram" in res.message
     assert "not implemented yet" in check_one_angle_cosine(_stub).message
+
+
+def test_one_angle_cosine_asks_what_the_page_does_not_print():
+    """The exercise asks for A*_23 at pi_1 = 0.85, tau = 1 (UCL), k = 2 and k = 32: the check covers both (one
+    collapsed, one apart), and the chapter's table of A*_23 (pi_1 = 0.9) does not hold them."""
+    from ncbook.exercises._contrastive import ONE_ANGLE_COSINE
+    cases = list(ONE_ANGLE_COSINE.cases(np.random.default_rng(0)))
+    asked = [c for c in cases if c["pi1"] == 0.85 and c["setting"] == "ucl" and c["tau"] == 1.0]
+    assert sorted(c["k"] for c in asked) == [2, 32]
+    cos = {k: optimal_gram([0.85, 0.075, 0.075], k)[1, 2] for k in (2, 32)}
+    assert cos[2] > 1 - 1e-6 and cos[32] < 0.95
+    text = (Path(__file__).resolve().parents[1] / "book" / "contrastive_imbalance.md").read_text()
+    exercise = text[text.index(":label: ex-contrastive-5"):]
+    assert "$\\pi_1 = 0.85$" in exercise and "$k = 2$ to $k = 32$" in exercise
+    page = text[:text.index(":label: ex-contrastive-5")]
+    assert f"{cos[32]:.4f}" not in page and "PI_GAP, K_BATCH = 0.9," in page
 
 
 # --------------------------------------------------------------------------- figures

@@ -105,8 +105,8 @@ def check_exp_collapse_point(student) -> CheckResult:
 
 def _one_angle_cases(rng):
     yield {"pi1": 0.6, "k": 1, "setting": "ucl", "tau": 1.0}
-    yield {"pi1": 0.9, "k": 4, "setting": "ucl", "tau": 1.0}     # collapsed: the minority cosine is 1
-    yield {"pi1": 0.9, "k": 64, "setting": "ucl", "tau": 1.0}    # many negatives: not collapsed
+    yield {"pi1": 0.85, "k": 2, "setting": "ucl", "tau": 1.0}    # collapsed: the minority cosine is 1
+    yield {"pi1": 0.85, "k": 32, "setting": "ucl", "tau": 1.0}   # many negatives: not collapsed
     for setting in ("ucl", "scl", str(rng.choice(["ucl", "scl"]))):
         yield {"pi1": float(rng.uniform(0.4, 0.97)), "k": int(rng.choice([1, 2, 3, 4, 6])), "setting": setting,
                "tau": float(rng.uniform(0.5, 2.0))}
