@@ -160,3 +160,12 @@ def test_transposed_classifier_is_named_in_the_error():
         metrics.neural_collapse(h, y, m.T)
     with pytest.raises(ValueError, match=r"classifier must have shape \(C, d\)"):
         metrics.neural_collapse(h, y, m[:, :6])
+
+
+def test_nc2_is_at_most_sqrt2_and_reaches_it_when_every_row_is_the_same():
+    """Both Grams are PSD, so tr(G P) >= 0 and NC2^2 = 2 - 2 tr(G P) / (|G| |P|) <= 2; equality when G P = 0
+    (all rows equal: G is a multiple of 11^T, orthogonal to the centring P)."""
+    rng = np.random.default_rng(0)
+    values = [metrics.nc2(rng.standard_normal((5, 3)) * rng.exponential(size=(5, 1)) ** 3) for _ in range(500)]
+    assert max(values) <= np.sqrt(2) + 1e-12
+    assert metrics.nc2(np.tile(rng.standard_normal(4), (6, 1))) == pytest.approx(np.sqrt(2), abs=1e-12)

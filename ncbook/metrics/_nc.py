@@ -191,7 +191,8 @@ def nc2(x) -> float:
 
     Returns
     -------
-    float in ``[0, 2]``; 0 exactly at a (scaled, rotated) simplex ETF.
+    float in ``[0, sqrt(2)]`` (both Gram matrices are positive semidefinite, so their normalised inner product
+    is >= 0); 0 exactly at a (scaled, rotated) simplex ETF.
 
     References
     ----------
