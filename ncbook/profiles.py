@@ -315,9 +315,9 @@ class ChapterPlan:
 _GPU_POOL = 14015          # CIFAR-10: the first max(n_c of CIFAR-10-LT IF 100, 500) training images of each class
 _GPU_BALANCED = 5000       # CIFAR-10: the first 500 training images of each class
 _GPU_TEST = 5000           # CIFAR-10: the first 500 test images of each class
-_QUICK_SOURCE = ("measured: the chapter executed with NCBOOK_PROFILE=quick (nbclient) on the 2 cores of an x86_64 "
-                 "machine of this project's CI kind, 2026-12-01, while other jobs shared the cores: an upper bound "
-                 "(the comparison chapters, reweighting and MR2, suffered most)")
+_QUICK_SOURCE = ("measured: the book build with NCBOOK_PROFILE=quick on the 2 cores of an x86_64 machine of this "
+                 "project's CI kind, 2026-12-02, two chapters side by side (one core each, NCBOOK_WORKERS=1), "
+                 "nothing else running: a chapter alone, with both cores, takes at most this")
 
 
 def _fit(n: int, epochs: int, batch: int, n_eval: int, evals: int) -> tuple[int, int]:
@@ -397,42 +397,42 @@ PLANS = {
         "nc_primer",
         {"gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", EPOCHS=100, BATCH=128, LR=0.1, WD=5e-4, STEP_MAJ=500, STEP_MIN=50),
          "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, STEP_MAJ=5000, STEP_MIN=500)},
-        _work_nc_primer, 40.0, _QUICK_SOURCE),
+        _work_nc_primer, 35.0, _QUICK_SOURCE),
     "seli": ChapterPlan(
         "seli",
         {"gpu": dict(DATASET="cifar10", SUBSET="gpu", EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=10,
                      STEP_MAJ=500, STEP_MIN=50),
          "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=5,
                       STEP_MAJ=5000, STEP_MIN=500)},
-        _work_seli, 79.0, _QUICK_SOURCE),
+        _work_seli, 55.0, _QUICK_SOURCE),
     "contrastive_imbalance": ChapterPlan(
         "contrastive_imbalance",
         {"gpu": dict(DATASET="cifar10", SUBSET="gpu", N_MAJ=5000, NET_STEPS=600, NET_BATCH=128, K_NET=4, PI_NET=(0.6, 0.9),
                      K_GAP=64, N_GAP=800),
          "full": dict(DATASET="cifar10", SUBSET=None, N_MAJ=5000, NET_STEPS=20000, NET_BATCH=256, K_NET=4, PI_NET=(0.6, 0.9),
                       K_GAP=64, N_GAP=1000)},
-        _work_contrastive, 51.0, _QUICK_SOURCE),   # 44 s measured, scaled by the cells the gap test added (x 1.16)
+        _work_contrastive, 51.0, _QUICK_SOURCE),
     "weighted_contrastive": ChapterPlan(
         "weighted_contrastive",
         {"gpu": dict(DATASET="cifar10", SUBSET="gpu", NET_COUNTS=[500] * 5 + [50] * 5, NET_STEPS=800, NET_BATCH=512,
                      REG_STEPS=800, REG_BATCH=512),
          "full": dict(DATASET="cifar10", SUBSET=None, NET_COUNTS=[5000] * 5 + [500] * 5, NET_STEPS=20000, NET_BATCH=1024,
                       REG_STEPS=20000, REG_BATCH=1024)},
-        _work_weighted, 56.0, _QUICK_SOURCE),
+        _work_weighted, 67.0, _QUICK_SOURCE),
     "inverse_reweighting": ChapterPlan(
         "inverse_reweighting",
         {"gpu": dict(DATASETS=["cifar10"], SUBSET="gpu", IMBALANCE=100, SEEDS=[0], BATCH=128, LR=0.1, WD=2e-4, EPOCHS=12,
                      SCHEDULE="cosine", WARMUP=1, MILESTONES=()),
          "full": dict(DATASETS=["cifar10", "cifar100"], SUBSET=None, IMBALANCE=100, SEEDS=[0, 1, 2], BATCH=128, LR=0.1,
                       WD=2e-4, EPOCHS=200, SCHEDULE="step", WARMUP=5, MILESTONES=(160, 180))},
-        _work_inverse, 396.0, _QUICK_SOURCE),
+        _work_inverse, 163.0, _QUICK_SOURCE),
     "mr2_margins": ChapterPlan(
         "mr2_margins",
         {"gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", NUM_CLASSES=10, STEPS=36 * 39, BATCH=128, LR=0.1, WD=5e-4,
                      WARMUP=2, SEEDS=1),
          "full": dict(DATASET="cifar100", SUBSET=None, NUM_CLASSES=100, STEPS=200 * 390, BATCH=128, LR=0.1, WD=5e-4,
                       WARMUP=5, SEEDS=3)},
-        _work_mr2, 91.0, _QUICK_SOURCE),
+        _work_mr2, 64.0, _QUICK_SOURCE),
 }
 
 

@@ -77,7 +77,7 @@ def test_the_plan_assumptions_and_the_quick_measurement():
     sources = {p.quick_source for p in profiles.PLANS.values()}
     assert len(sources) == 1
     date = re.search(r"\d{4}-\d{2}-\d{2}", sources.pop()).group(0)
-    assert_readme_says(f"on the 2 cores of an x86_64 machine of the kind CI runs on, on {date}, while other jobs shared the cores")
+    assert_readme_says(f"on the 2 cores of an x86_64 machine of the kind CI runs on, on {date}, two chapters side by side")
     full = profiles.PLANS["inverse_reweighting"].params["full"]
     assert full["DATASETS"] == ["cifar10", "cifar100"]
     words = {1: "one", 2: "two", 3: "three"}
