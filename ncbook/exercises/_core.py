@@ -372,8 +372,9 @@ def collect(student: Any, cases: Sequence[Case], forbid: Sequence[Callable] = ()
     if cases and (problem := _signature_problem(student, cases[0])):
         return [Outcome(error="signature", detail=problem)] * len(cases)
     out = []
+    watcher = _CallWatcher(forbid)  # what it forbids is worked out once; what it saw, once per case
     for case in cases:
-        watcher = _CallWatcher(forbid)
+        watcher.hit = None
         got = arr = problem = None
         with watcher:  # the conversion too: an __array__ or __float__ of the returned object runs watched
             try:
