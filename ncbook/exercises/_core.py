@@ -263,12 +263,22 @@ def _nested_codes(code: Any) -> list[Any]:
 
 
 # builtins that run code this thread's profiler hook cannot see: a new thread, a new process
-_UNWATCHED_STARTS = tuple(f for f in (getattr(__import__("_thread"), "start_new_thread", None),
-                                      getattr(__import__("_thread"), "start_joinable_thread", None),
-                                      getattr(__import__("os"), "fork", None), getattr(__import__("os"), "forkpty", None),
-                                      getattr(__import__("os"), "posix_spawn", None),
-                                      getattr(__import__("os"), "posix_spawnp", None),
-                                      getattr(__import__("_posixsubprocess"), "fork_exec", None)) if f is not None)
+def _unwatched_starts() -> tuple:
+    """The builtins that start a thread or a process, those this platform has (no ``_posixsubprocess`` on Windows)."""
+    import _thread
+    import importlib.util
+    import os
+
+    found = [getattr(_thread, n, None) for n in ("start_new_thread", "start_joinable_thread")]
+    found += [getattr(os, n, None) for n in ("fork", "forkpty", "posix_spawn", "posix_spawnp")]
+    if importlib.util.find_spec("_posixsubprocess") is not None:
+        import _posixsubprocess
+
+        found.append(getattr(_posixsubprocess, "fork_exec", None))
+    return tuple(f for f in found if f is not None)
+
+
+_UNWATCHED_STARTS = _unwatched_starts()
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile  # the builtins, kept before any notebook cell can rebind them
 
 
