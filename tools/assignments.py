@@ -826,11 +826,12 @@ class Grader:
         # every question's public cases first, then every question's hidden cases: while any text of the
         # student's can still reach the feedback (a public case's error message), no hidden case exists in the
         # sandbox, and nothing the student writes after that is shown (the runner sends no text of a hidden stage)
-        self.harvest = [{"exercise": part.exercise, "function": part.function, "stage": stage,
-                         "cases": base64.b64encode(pack_cases(cases)).decode()}
-                        for stage in ("public", "hidden")
-                        for _, part, *both in self.parts
-                        for cases in [both[0] if stage == "public" else both[1]]]
+        def item(part: Part, stage: str, cases: list) -> dict:
+            return {"exercise": part.exercise, "function": part.function, "stage": stage,
+                    "cases": base64.b64encode(pack_cases(cases)).decode()}
+
+        self.harvest = [item(part, "public", public) for _, part, public, _ in self.parts] + \
+                       [item(part, "hidden", hidden) for _, part, _, hidden in self.parts]
 
     # the columns of the scores table
     def columns(self) -> list[str]:
