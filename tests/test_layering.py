@@ -22,6 +22,8 @@ ALLOWED = {
     "train": {"geometry", "reweighting", "metrics", "losses", "margins", "contrastive", "dgp", "data", "models", "ufm"},
     "plotting": {"geometry", "metrics"},
     "book": set(),
+    "experiments": {"geometry", "reweighting", "metrics", "losses", "margins", "contrastive", "dgp", "data",
+                    "models", "ufm", "train", "plotting", "book"},
     "exercises": {"geometry", "reweighting", "metrics", "losses", "margins", "contrastive", "dgp", "data", "models",
                   "ufm", "train"},
 }
