@@ -3,6 +3,7 @@ Reproduction page and the page itself (not the maths, which lives in the layers 
 """
 
 from ._glue import fill
+from ._glue import format_glued
 from ._glue import glue
 from ._glue import glued
 from ._glue import show
@@ -25,6 +26,7 @@ __all__ = [
     "describe_tolerance",
     "device_name",
     "fill",
+    "format_glued",
     "glue",
     "glued",
     "load_claims",

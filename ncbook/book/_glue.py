@@ -5,18 +5,28 @@ prose (``{glue:text}`name:.3f```); in the reader notebooks (Colab, Jupyter, stud
 the paragraphs that quote glued numbers are code cells calling ``show``, which fills the
 paragraph with the values of the reader's own run and displays it as Markdown.
 
-myst-nb formats ``{glue:text}`name:.3f``` by reading the value's plain-text form back as a
-float, which fails for ``np.float64(...)`` and ``tensor(...)`` reprs; ``glue`` stores plain
-Python numbers.
+One formatting of numbers on both routes. myst-nb stores a glued value's plain-text form
+(IPython's ``text/plain``: the ``repr`` of a number or a string) and formats
+``{glue:text}`name:spec``` by reading that text back with :func:`ast.literal_eval` and converting
+it by the spec's last character: ``s`` (and no spec) to ``str``, ``b c d o x X`` to ``int``,
+``e E f F g G n %`` to ``float``; any other spec (``>8``) formats the value read back as it is
+(``myst_nb.core.variables.format_plain_text``, myst-nb 1.x). :func:`fill` (and so :func:`show`)
+applies the same rule to the same plain text, so ``12406`` glued and quoted as ``,d`` reads
+``12,406`` in the HTML page and in the notebook alike, and a ``.3f`` of ``7`` reads ``7.000`` in
+both (``tests/test_glue_format.py`` compares the two over every spec the chapters use). A value
+that cannot be formatted with its spec is an error on both routes (a warning that ``-W`` makes
+fatal in the book, a ``ValueError`` here). ``glue`` stores plain Python numbers: a
+``np.float64(...)`` or ``tensor(...)`` repr would not read back as a number.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from typing import Any
 
-__all__ = ["fill", "glue", "glued", "show"]
+__all__ = ["fill", "format_glued", "glue", "glued", "show"]
 
 #: values glued in this kernel, by name (read by :func:`show`)
 _GLUED: dict[str, Any] = {}
@@ -79,7 +89,7 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     if display:
         from IPython.display import display as _display
 
-        _display({"text/plain": _text(value)}, raw=True)
+        _display({"text/plain": format_glued(value)}, raw=True)
 
 
 def glued(name: str) -> Any:
@@ -97,20 +107,83 @@ def glued(name: str) -> Any:
                        f"(known: {sorted(_GLUED)})") from None
 
 
-def _text(value: Any, spec: str = "") -> str:
-    data = getattr(value, "data", None)  # IPython.display.Markdown and friends
-    if isinstance(data, str):
-        value = data
-    if spec:
-        try:
-            return format(float(value) if not isinstance(value, str) else value, spec)
-        except (TypeError, ValueError):
-            return format(str(value), spec) if isinstance(value, str) else str(value)
-    return str(value)
+def _plain_text(value: Any) -> str:
+    """The ``text/plain`` form myst-nb stores for ``value``: this kernel's IPython formatter (a ``repr``
+    for numbers and strings), or IPython's default one outside a kernel."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.formatters import PlainTextFormatter
+    except ImportError:  # pragma: no cover - IPython ships with Jupyter
+        return repr(value)
+    shell = get_ipython()
+    formatter = shell.display_formatter.formatters["text/plain"] if shell is not None else PlainTextFormatter()
+    text = formatter(value)
+    return repr(value) if text is None else text
+
+
+def format_glued(value: Any, spec: str = "") -> str:
+    """``value`` formatted with ``spec`` exactly as myst-nb's ``{glue:text}`name:spec``` formats it.
+
+    The plain-text form (:func:`_plain_text`) is read back with :func:`ast.literal_eval` (the text
+    itself where that fails: ``nan``, ``inf``, an object's repr), converted by the spec's last
+    character (``s`` or no spec: ``str``; ``b c d o x X``: ``int``; ``e E f F g G n %``: ``float``;
+    anything else: as read back) and passed to :func:`format`. A Markdown object (``{glue:md}``)
+    gives its Markdown text, unformatted.
+
+    Parameters
+    ----------
+    value : number, str or any object
+        A glued value (as :func:`glue` stores it: plain Python numbers).
+    spec : str
+        A Python format spec (``".3f"``, ``",d"``, ``">8"``, ``".1%"``), or ``""``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` does not apply to the value (``".3f"`` of a word): the book build fails on the
+        same value with myst-nb's "Failed to format text/plain data" warning.
+
+    Examples
+    --------
+    >>> format_glued(12406, ",d"), format_glued(12406, ">8"), format_glued(7, ".3f"), format_glued(0.25, ".1%")
+    ('12,406', '   12406', '7.000', '25.0%')
+    """
+    data = getattr(value, "data", None)  # IPython.display.Markdown and friends ({glue:md})
+    if isinstance(data, str) and not isinstance(value, str):
+        return data
+    text = _plain_text(value)
+    try:
+        read = ast.literal_eval(text)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        read = text
+    kind = (spec or "s")[-1]
+    try:
+        if kind == "s":
+            read = str(read)
+        elif kind in "bcdoxX":
+            read = int(read)
+        elif kind in "eEfFgGn%":
+            read = float(read)
+        return format(read, spec or "s")
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"spec {spec!r} does not apply to the glued value {text} ({exc}); the book build "
+                         "fails on it too (myst-nb: 'Failed to format text/plain data').") from None
 
 
 def fill(template: str) -> str:
-    """``template`` with every ``{{name}}`` / ``{{name:spec}}`` replaced by the glued value.
+    """``template`` with every ``{{name}}`` / ``{{name:spec}}`` replaced by the glued value, formatted
+    as the book formats ``{glue:text}`name:spec``` (:func:`format_glued`).
+
+    Raises
+    ------
+    KeyError
+        If a placeholder names a value not glued yet.
+    ValueError
+        If a placeholder's spec does not apply to its value (named in the message).
 
     Examples
     --------
@@ -118,7 +191,14 @@ def fill(template: str) -> str:
     >>> fill("NC1 is {{nc1_demo:.3f}}.")
     'NC1 is 0.012.'
     """
-    return _PLACEHOLDER.sub(lambda m: _text(glued(m.group(1)), m.group(2) or ""), template)
+    return _PLACEHOLDER.sub(lambda m: _fill_one(m.group(1), m.group(2) or ""), template)
+
+
+def _fill_one(name: str, spec: str) -> str:
+    try:
+        return format_glued(glued(name), spec)
+    except ValueError as exc:
+        raise ValueError(f"{{{{{name}{':' + spec if spec else ''}}}}}: {exc}") from None
 
 
 def show(template: str) -> None:
