@@ -160,37 +160,131 @@ def data_root() -> str:
     return os.path.join(tempfile.gettempdir(), "ncbook-standin") if scale() == "smoke" else "data"
 
 
-def results_dir(default: str = "../results") -> str:
-    """Folder for recorded results and claims: ``NCBOOK_RESULTS`` if set, else ``default``
-    (``../results`` as seen from ``book/``).
+#: Files at the root of an ncbook checkout: a working folder whose parent holds both is a folder of the
+#: repository (``book/``, ``student/``), where records go to the repository's ``results/`` and ``checkpoints/``.
+_CHECKOUT_MARKERS = ("_toc.yml", "_config.yml")
+
+
+def _in_checkout(folder: str | os.PathLike | None = None) -> bool:
+    """Whether ``folder`` (default: the working folder) sits directly in an ncbook checkout (``book/``,
+    ``student/``): its parent holds the book's ``_toc.yml`` and ``_config.yml``.
+
+    A chapter executed by the book build or the tests runs in ``book/``; a notebook opened alone (Colab's
+    ``/content``, a download folder) does not, and :func:`results_dir` and :func:`checkpoint_dir` then keep
+    what it writes inside its own folder.
+
+    Parameters
+    ----------
+    folder : path, optional
+        The folder a notebook runs in; default the working folder.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a ``folder`` that is not a path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> _in_checkout(tempfile.mkdtemp())      # an empty folder: a notebook on its own
+    False
+    """
+    folder = os.getcwd() if check_path("folder", folder, allow_none=True) is None else os.fspath(folder)
+    parent = os.path.dirname(os.path.abspath(folder))
+    return all(os.path.isfile(os.path.join(parent, name)) for name in _CHECKOUT_MARKERS)
+
+
+def results_dir(default: str | None = None) -> str:
+    """Folder for recorded results, claims and cost records: ``NCBOOK_RESULTS`` if set, else ``default``.
+
+    Without ``default``: ``../results`` (the repository's ``results/``) when the working folder is a folder of
+    an ncbook checkout (:func:`_in_checkout`: the book build and the tests execute chapters in ``book/``),
+    else ``results`` inside the working folder, so that a notebook opened alone (Colab's ``/content``, a
+    download folder) writes nothing outside its own folder unless the reader sets ``NCBOOK_RESULTS``.
 
     At the smoke scale without ``NCBOOK_RESULTS``: ``<tmp>/ncbook-smoke-results``, so that stand-in
     numbers never land in the committed ``results/``.
+
+    Parameters
+    ----------
+    default : path, optional
+        The folder to use when ``NCBOOK_RESULTS`` is unset (relative paths from the working folder).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a ``default`` that is not a path; for an unknown ``NCBOOK_SCALE``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> here = os.getcwd(); os.chdir(tempfile.mkdtemp())
+    >>> results_dir() if not os.environ.get("NCBOOK_RESULTS") and scale() == "paper" else "results"
+    'results'
+    >>> os.chdir(here)
     """
-    check_path("default", default)
+    check_path("default", default, allow_none=True)
     value = os.environ.get("NCBOOK_RESULTS", "").strip()
     if value:
         return value
-    return os.path.join(tempfile.gettempdir(), "ncbook-smoke-results") if scale() == "smoke" else default
+    if scale() == "smoke":
+        return os.path.join(tempfile.gettempdir(), "ncbook-smoke-results")
+    if default is None:
+        return "../results" if _in_checkout() else "results"
+    return os.fspath(default)
 
 
-
-def checkpoint_dir(name: str, default: str = "../checkpoints") -> str:
+def checkpoint_dir(name: str, default: str | None = None) -> str:
     """Folder for the checkpoints of run ``name`` at the active profile: ``$NCBOOK_CHECKPOINTS/<profile>/name``,
-    else ``default/<profile>/name`` (``../checkpoints``, git-ignored, as seen from ``book/``); at the smoke
-    scale ``<tmp>/ncbook-smoke-checkpoints/<profile>/name``. Each profile keeps its own folder, so a gpu run
-    never meets a full run's checkpoint.
+    else ``default/<profile>/name``. Without ``default``: ``../checkpoints`` (git-ignored) in a folder of an
+    ncbook checkout (:func:`_in_checkout`, as :func:`results_dir`), else ``checkpoints`` inside the working
+    folder; at the smoke scale ``<tmp>/ncbook-smoke-checkpoints/<profile>/name``. Each profile keeps its own
+    folder, so a gpu run never meets a full run's checkpoint.
 
     A gpu- or full-profile run that finds its ``last.pt`` there resumes from it (see
     :func:`ncbook.train.fit`). In Colab, mount Google Drive and point ``NCBOOK_CHECKPOINTS`` at a
     folder on it (``/content/drive/MyDrive/ncbook-checkpoints``): the checkpoints outlive the
     runtime, and rerunning the cell after a disconnect resumes where it stopped.
+
+    Parameters
+    ----------
+    name : str
+        The run's name (a chapter's stem).
+    default : path, optional
+        The base folder when ``NCBOOK_CHECKPOINTS`` is unset.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a ``name`` or ``default`` that is not a path; for an unknown profile or scale.
+
+    Examples
+    --------
+    >>> checkpoint_dir("seli", default="ckpt").replace(os.sep, "/").split("/")[-1]
+    'seli'
     """
     check_path("name", name)
-    check_path("default", default)
+    check_path("default", default, allow_none=True)
     base = os.environ.get("NCBOOK_CHECKPOINTS", "").strip()
     if not base:
-        base = os.path.join(tempfile.gettempdir(), "ncbook-smoke-checkpoints") if scale() == "smoke" else default
+        if scale() == "smoke":
+            base = os.path.join(tempfile.gettempdir(), "ncbook-smoke-checkpoints")
+        elif default is None:
+            base = "../checkpoints" if _in_checkout() else "checkpoints"
+        else:
+            base = os.fspath(default)
     return os.path.join(base, profile(), name)
 
 

@@ -135,11 +135,14 @@ def kernel_data_root(root: Path) -> Path:
 
 
 def kernel_results_dir(root: Path) -> Path:
-    """``ncbook.results_dir()`` as the kernels resolve it (``NCBOOK_RESULTS``, a smoke scratch folder, or ``results/``)."""
+    """``ncbook.results_dir()`` as the kernels resolve it (``NCBOOK_RESULTS``, a smoke scratch folder, or ``results/``).
+
+    The kernels run in ``book/`` of this checkout, where the default is ``../results``; this process runs
+    at the root, so the default is passed explicitly."""
     try:
         import ncbook
 
-        value = ncbook.results_dir()
+        value = ncbook.results_dir(default="../results")
     except Exception:
         value = os.environ.get("NCBOOK_RESULTS", "").strip() or "../results"
     return _kernel_path(root, value)
