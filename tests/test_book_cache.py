@@ -178,7 +178,7 @@ def test_reproduction_page_is_executed_on_every_read(tmp_path):
     app, _ = _app(tmp_path)
     source = ["---\njupytext:\n  formats: ipynb,md:myst\n---\n# Reproduction\n"]
     ncbook_cache.force_execution(app, "book/reproduction", source)
-    assert source[0].startswith("---\nmystnb:\n  execution_mode: force\njupytext:")
+    assert source[0].startswith('---\nmystnb:\n  execution_mode: "force"\njupytext:')
     chapter = ["---\njupytext: {}\n---\n# SELI\n"]
     ncbook_cache.force_execution(app, "book/seli", chapter)
     assert "mystnb" not in chapter[0]

@@ -30,21 +30,33 @@ Two pages depend on more than their own code:
 Chapters execute side by side. myst-nb executes a notebook while Sphinx reads it, one page after
 another, and most chapters use one core. Before the read (``env-before-read-docs``) this extension
 finds the chapters whose code has no cached run and executes them with jupyter-cache's own
-execution function, ``$NCBOOK_BUILD_WORKERS`` at a time (default: the usable cores); since the
-chapters then fill the cores, their kernels get ``NCBOOK_WORKERS=1`` (each comparison runs in its
-chapter's own process: the same numbers, see ``ncbook.train.run_parallel``). Each executed notebook
-goes into the cache exactly as myst-nb would put it there, and the read takes it from the cache. A
-chapter that fails here is left out of the cache, so myst-nb executes it again during the read and
-reports the error as usual. The pages in :data:`FORCE` are left to the read
-(they run after every chapter). ``NCBOOK_BUILD_WORKERS=1`` turns this off.
+execution function, ``$NCBOOK_BUILD_WORKERS`` at a time (default: the usable cores; ``1``: one
+after another); when several run at once they fill the cores, so their kernels get
+``NCBOOK_WORKERS=1`` (each comparison runs in its chapter's own process: the same numbers, see
+``ncbook.train.run_parallel``). Each executed notebook goes into the cache exactly as myst-nb would
+put it there, and the read takes it from the cache. Each chapter prints a line as it starts and as it
+ends, with its seconds, and while chapters run a line a minute names them and their current cells.
+The pages in :data:`FORCE` are left to the read (they run after every chapter).
+
+Each cell of a chapter may run its chapter's time limit (:func:`chapter_limit`,
+:mod:`ncbook_failures`: ``NCBOOK_CELL_TIMEOUT_FACTOR`` times the chapter's estimate on an idle
+machine, at least ``execute: timeout``; ``NCBOOK_CELL_TIMEOUT`` sets one limit for every cell). A
+chapter fails when a cell raises (in the build a failed self-check raises: ``NCBOOK_STRICT_CHECKS=1``),
+passes its limit or kills the kernel, or when its page reads a glue key that no cell set. A failed
+chapter is reported as an error of its page whose first line names the chapter, the cell (number,
+line in the ``.md`` file, first source line) and the cause; it is not executed again during the read:
+its page is read as one that says it failed (a banner, no outputs, its glued numbers marked "not
+computed"), and the build's last lines list the failed chapters and the build exits with status 1
+(:func:`report_failures`), with or without ``-W``.
 
 A page with no cached run is read again in every incremental build (``env-get-outdated``), even if
-its file did not change: a page whose execution failed is never cached, so ``-W`` fails every
-build until the cell is mended, not only the first.
+its file did not change, and so is a page that failed in the last build (``failures.json`` in the
+cache folder): a page whose execution failed is never cached, so the build fails every time until
+the cell is mended, not only the first.
 
 Every kernel of the build (side by side before the read, or started by myst-nb while it reads a
-page) gets ``NCBOOK_PROGRESS=0``: a page shows no progress bars (``ncbook.profiles.show_progress()``
-reads it), while the same cells run in a notebook show them.
+page) gets ``NCBOOK_PROGRESS=0`` (a page shows no progress bars; ``ncbook.profiles.show_progress()``
+reads it, while the same cells run in a notebook show them) and ``NCBOOK_STRICT_CHECKS=1``.
 
 When the offline assets of ``tools/vendor_assets.sh`` are missing (no Node.js on the machine),
 MathJax and the widget scripts fall back to the default online copies instead of pointing at
@@ -62,17 +74,23 @@ import platform
 import re
 import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import ncbook_failures as failures  # book/_ext: what a failed chapter says, and its cells' time limits
+
 FORCE = ("book/reproduction",)
 PROGRESS_ENV = "NCBOOK_PROGRESS"  # "0": ncbook.profiles.show_progress() is False (no tqdm bars in the pages)
-ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes in tracebacks
+STRICT_ENV = "NCBOOK_STRICT_CHECKS"  # "1": a failed check raises (ncbook.exercises.CheckResult)
+HEARTBEAT_S = 60.0  # while chapters execute, a line every minute says which run and for how long
+FAILURES_FILE = "failures.json"  # in the cache folder: the pages that failed in the last build, read again in the next
 LIBRARIES = ("numpy", "scipy", "torch", "torchvision", "cvxpy", "clarabel", "scikit-learn", "matplotlib", "joblib")
 VENDOR = Path("book") / "_vendor"
+FACTOR_ENV_TEXT = (f"{failures.FACTOR_ENV} x the chapter's estimate, at least execute: timeout; "
+                   f"{failures.TIMEOUT_ENV} sets one limit for every cell")
 
 
 def current_profile() -> str:
@@ -256,9 +274,12 @@ def configure(app, config) -> None:
           f"{restored} claim records restored")
 
 
-def quiet_progress(app, config) -> None:
-    """``config-inited``: ``NCBOOK_PROGRESS=0`` for every kernel of the build (no progress bars on a page)."""
+def kernel_environment(app, config) -> None:
+    """``config-inited``: the environment of every kernel of the build: ``NCBOOK_PROGRESS=0`` (no progress
+    bars on a page) and ``NCBOOK_STRICT_CHECKS=1`` (a failed self-check raises, so a chapter whose solution
+    fails its own check fails the build; ``ncbook.exercises.CheckResult``)."""
     os.environ[PROGRESS_ENV] = "0"
+    os.environ[STRICT_ENV] = "1"
 
 
 def _online_assets(config) -> None:
@@ -271,12 +292,39 @@ def _online_assets(config) -> None:
 
 
 def force_execution(app, docname: str, source: list[str]) -> None:
-    """``source-read``: ask myst-nb to execute the pages in :data:`FORCE` on every read."""
-    if docname not in FORCE or app.config.nb_execution_mode != "cache":
+    """``source-read``: the page as myst-nb should read it.
+
+    * a page whose chapter failed in this build (:func:`execute_side_by_side`) is read as a page that says so
+      (:func:`ncbook_failures.failed_page`: a banner with the cause, no execution, its glued numbers marked
+      "not computed");
+    * the pages in :data:`FORCE` are executed on every read;
+    * a notebook page that myst-nb executes itself gets its chapter's cell time limit
+      (``execution_timeout``, :func:`chapter_limit`).
+    """
+    failure = getattr(app, "ncbook_failures", {}).get(docname)
+    if failure is not None:
+        source[0] = failures.failed_page(source[0], failure)
         return
-    text = source[0]
-    if text.startswith("---\n") and "\nmystnb:" not in text.split("\n---", 2)[0]:
-        source[0] = "---\nmystnb:\n  execution_mode: force\n" + text[len("---\n"):]
+    config = getattr(app, "config", None)
+    if getattr(config, "nb_execution_mode", "cache") != "cache" or not source[0].startswith("---\n"):
+        return
+    head = source[0].split("\n---", 1)[0]
+    if "jupytext" not in head and "kernelspec" not in head:
+        return
+    options = {"execution_mode": "force"} if docname in FORCE and "\nmystnb:" not in head else {}
+    floor = getattr(config, "nb_execution_timeout", None)
+    limit = chapter_limit(Path(app.srcdir), docname, floor)
+    if limit.seconds > 0 and "execution_timeout" not in head:
+        options["execution_timeout"] = limit.seconds
+    if options:
+        source[0] = failures.set_file_options(source[0], **options)
+
+
+def chapter_limit(root: Path, doc: str, floor: int | None) -> failures.CellLimit:
+    """The time limit of each cell of page ``doc`` (:func:`ncbook_failures.cell_limit`) at the kernels'
+    profile and scale, with their cost records."""
+    return failures.cell_limit(doc.rsplit("/", 1)[-1], floor=floor, profile=current_profile(), scale=current_scale(),
+                               results=kernel_results_dir(root))
 
 
 def build_workers() -> int:
@@ -324,76 +372,185 @@ def _stale_notebooks(env, docnames, cache) -> list[Stale]:
     return stale
 
 
-def _execute(item: Stale, timeout, allow_errors) -> tuple[BaseException | None, float]:
+@dataclass
+class Run:
+    """One chapter's execution as it goes: when it started, which cell runs since when."""
+
+    doc: str
+    start: float = 0.0
+    cell_index: int | None = None
+    cell_start: float | None = None
+
+    def on_cell_execute(self, cell=None, cell_index=None, **_) -> None:  # nbclient's hook, before each cell
+        self.cell_index, self.cell_start = cell_index, time.time()
+
+
+def _execute(item: Stale, limit: failures.CellLimit, allow_errors, run: Run) -> tuple[BaseException | None, float]:
     """Execute one notebook in place in its own folder (as myst-nb does); its error (or None) and seconds."""
     from jupyter_cache.executors.utils import single_nb_execution
 
+    run.start = time.time()
+    print(f"ncbook_cache: {item.doc}: started (a cell may run {limit.text()})", flush=True)
     try:
-        result = single_nb_execution(item.notebook, cwd=str(item.path.parent), timeout=timeout,
-                                     allow_errors=allow_errors, meta_override=True)
-    except Exception as err:  # a dead or missing kernel: the read executes it again and reports it
-        return err, 0.0
+        result = single_nb_execution(item.notebook, cwd=str(item.path.parent), timeout=limit.seconds,
+                                     allow_errors=allow_errors, meta_override=True, on_cell_execute=run.on_cell_execute)
+    except Exception as err:  # a dead or missing kernel
+        return err, time.time() - run.start
     return result.err, result.time
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def _heartbeat(runs: list[Run], item_of: dict) -> None:
+    now = time.time()
+    parts = []
+    for run in runs:
+        cell = ""
+        if run.cell_index is not None and run.cell_start is not None:
+            where, _ = failures._code_cell(item_of[run.doc].notebook, run.cell_index, "")
+            cell = f", {where.split(' (')[0]} for {_minutes(now - run.cell_start)}"
+        parts.append(f"{run.doc} {_minutes(now - run.start)}{cell}")
+    if parts:
+        print(f"ncbook_cache: still running: {'; '.join(parts)}", flush=True)
+
+
+def _source_path(root: Path, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _check_cached_glue(app, env, docnames, stale_docs: set, cache) -> list[failures.Failure]:
+    """Pages served from the cache: a glue key the page reads that the cached run never set is a failure."""
+    from myst_nb.core.read import create_nb_reader
+
+    found = []
+    for doc in docnames:
+        if doc in FORCE or doc in stale_docs:
+            continue
+        path = Path(env.doc2path(doc))
+        text = path.read_text(encoding="utf-8")
+        reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
+        if reader is None:
+            continue
+        try:
+            _, notebook = cache.merge_match_into_notebook(reader.read(text))
+        except KeyError:
+            continue
+        failure = failures.glue_failure(doc, _source_path(Path(app.srcdir), path), text, notebook)
+        if failure is not None:
+            app.ncbook_failures[doc] = failure
+            found.append(failure)
+            print(f"ncbook_cache: {doc}: FAILED (served from the cache): {failure.summary}", flush=True)
+    return found
+
+
+def _report(failure: failures.Failure) -> None:
+    """Log a failure as an error of its page (first line: chapter, cell and cause); ``-W`` fails the build."""
+    from sphinx.util import logging as sphinx_logging
+
+    location = (failure.doc, failure.line) if failure.line else failure.doc
+    message = failure.summary + (f"\n{failure.details}" if failure.details else "")
+    sphinx_logging.getLogger("ncbook_cache").error(message, location=location)
 
 
 def execute_side_by_side(app, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: execute the chapters with no cached run side by side; cache what succeeds.
 
-    One chapter per core. The chapters fill the cores, so their kernels see ``NCBOOK_WORKERS=1``
-    and run their comparisons (``run_parallel``) in their own process, with the same numbers. The
-    comparisons go first (the longest chapters), then the longest first from the last build's
-    timings when there are any.
+    One chapter per core (``NCBOOK_BUILD_WORKERS``). When several run at once they fill the cores, so their
+    kernels see ``NCBOOK_WORKERS=1`` and run their comparisons (``run_parallel``) in their own process, with
+    the same numbers. The comparisons go first (the longest chapters), then the longest first from the last
+    build's timings when there are any. Each chapter prints a line when it starts and when it ends (with its
+    seconds), and a line every minute says which chapters and cells are running.
+
+    Each cell may run its chapter's time limit (:func:`chapter_limit`). A chapter that fails (a cell raises
+    or passes its limit, the kernel dies, or its page reads a glue key no cell set) is not cached: it is
+    reported as an error of its page whose first line names the chapter, the cell and the cause, its page
+    says it failed (:func:`force_execution`), and the build ends with a failing status
+    (:func:`report_failures`). Pages served from the cache are checked for unset glue keys too.
     """
     config = env.mystnb_config
-    workers = build_workers()
-    if config.execution_mode != "cache" or workers < 2:
+    if config.execution_mode != "cache":
         return
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
+    if getattr(app, "ncbook_failures", None) is None:
+        app.ncbook_failures = {}
+    root = Path(app.srcdir)
     cache = get_cache(config.execution_cache_path)
     stale = _stale_notebooks(env, docnames, cache)
-    if len(stale) < 2:
-        return  # one chapter: the read executes it at the same speed, its comparisons over every core
-    timings_path = cache_base(Path(app.srcdir)) / "timings.json"
+    failed = _check_cached_glue(app, env, docnames, {item.doc for item in stale}, cache)
+    if not stale:
+        for failure in failed:
+            _report(failure)
+        return
+    workers = min(build_workers(), len(stale))
+    timings_path = cache_base(root) / "timings.json"
     try:
         timings = json.loads(timings_path.read_text())
     except (OSError, ValueError):
         timings = {}
     stale.sort(key=lambda item: (not item.comparison, -timings.get(item.doc, 0.0)))
-    print(f"ncbook_cache: executing {len(stale)} chapters side by side, {workers} at a time")
-    start, failed, saved = time.perf_counter(), 0, os.environ.get("NCBOOK_WORKERS")
-    os.environ["NCBOOK_WORKERS"] = "1"  # inherited by the kernels started below (and NCBOOK_PROGRESS=0: quiet_progress)
+    limits = {item.doc: chapter_limit(root, item.doc, config.execution_timeout) for item in stale}
+    each = ", ".join(f"{doc.rsplit('/', 1)[-1]} {limit.text()}" for doc, limit in limits.items())
+    print(f"ncbook_cache: executing {len(stale)} chapters, {workers} at a time; a cell may run: {each} "
+          f"({FACTOR_ENV_TEXT})", flush=True)
+    start, executed_failed, saved = time.perf_counter(), 0, os.environ.get("NCBOOK_WORKERS")
+    if workers > 1:
+        os.environ["NCBOOK_WORKERS"] = "1"  # inherited by the kernels started below (and NCBOOK_PROGRESS=0: kernel_environment)
+    runs = {item.doc: Run(item.doc) for item in stale}
+    item_of = {item.doc: item for item in stale}
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_execute, item, config.execution_timeout, config.execution_allow_errors): item
+            futures = {pool.submit(_execute, item, limits[item.doc], config.execution_allow_errors, runs[item.doc]): item
                        for item in stale}
-            for future in as_completed(futures):  # cache and report each chapter as it finishes
-                item, (err, seconds) = futures[future], future.result()
-                if err is not None:
-                    failed += 1
-                    last = (ANSI.sub("", str(err)).strip().splitlines() or [""])[-1]
-                    print(f"ncbook_cache: {item.doc}: failed side by side ({type(err).__name__}: {last[:300]}); "
-                          f"it executes again while it is read, which reports the error")
-                    continue
-                record = cache.add_nb_to_project(str(item.path), **({"read_data": item.read_fmt} if item.read_fmt else {}))
-                cache.cache_notebook_bundle(CacheBundleIn(item.notebook, record.uri, data={"execution_seconds": seconds}),
-                                            check_validity=False, overwrite=True)
-                timings[item.doc] = round(seconds, 1)
-                print(f"ncbook_cache: {item.doc}: executed side by side in {seconds:.2f} seconds")
+            pending = set(futures)
+            while pending:  # cache and report each chapter as it finishes; a line a minute while they run
+                done, pending = wait(pending, timeout=HEARTBEAT_S, return_when=FIRST_COMPLETED)
+                if not done:
+                    _heartbeat([runs[futures[f].doc] for f in pending if runs[futures[f].doc].start], item_of)
+                for future in done:
+                    item = futures[future]
+                    err, seconds = future.result()
+                    run, source_path = runs[item.doc], _source_path(root, item.path)
+                    if err is not None:  # not cached: executed again in the next build, until mended
+                        ran = time.time() - run.cell_start if run.cell_start is not None else None
+                        failure = failures.describe_failure(item.doc, source_path, item.notebook, err,
+                                                            cell_index=run.cell_index, ran_s=ran, limit=limits[item.doc])
+                    else:  # every cell ran: cached; an unset glue key is a fault of the page, checked at every build
+                        record = cache.add_nb_to_project(str(item.path), **({"read_data": item.read_fmt} if item.read_fmt else {}))
+                        cache.cache_notebook_bundle(CacheBundleIn(item.notebook, record.uri, data={"execution_seconds": seconds}),
+                                                    check_validity=False, overwrite=True)
+                        timings[item.doc] = round(seconds, 1)
+                        failure = failures.glue_failure(item.doc, source_path, item.path.read_text(encoding="utf-8"),
+                                                        item.notebook)
+                    if failure is not None:
+                        failed.append(failure)
+                        executed_failed += 1
+                        app.ncbook_failures[item.doc] = failure
+                        print(f"ncbook_cache: {item.doc}: FAILED after {seconds:.1f} s: {failure.summary}", flush=True)
+                    else:
+                        print(f"ncbook_cache: {item.doc}: executed in {seconds:.1f} s", flush=True)
     finally:
         if saved is None:
             os.environ.pop("NCBOOK_WORKERS", None)
         else:
             os.environ["NCBOOK_WORKERS"] = saved
-    print(f"ncbook_cache: {len(stale) - failed} chapters executed side by side ({failed} failed) in "
-          f"{time.perf_counter() - start:.1f} s of wall time")
+    print(f"ncbook_cache: {len(stale) - executed_failed} chapters executed ({executed_failed} failed) in "
+          f"{time.perf_counter() - start:.1f} s of wall time", flush=True)
     timings_path.parent.mkdir(parents=True, exist_ok=True)
     timings_path.write_text(json.dumps(timings, indent=1, sort_keys=True))
+    for failure in failed:  # after every chapter has run: -W without --keep-going stops at the first
+        _report(failure)
 
 
 def reread_uncached(app, env, added, changed, removed) -> list[str]:
-    """``env-get-outdated``: re-read every notebook page with no cached run, even if its file did not change.
+    """``env-get-outdated``: re-read every notebook page with no cached run, even if its file did not change,
+    and every page that failed in the last build (:data:`FAILURES_FILE`).
 
     A failed execution is never cached, so a page that failed in the last build is read (and
     executed) again: an incremental build with ``-W`` fails as long as a cell fails, as a clean
@@ -406,7 +563,19 @@ def reread_uncached(app, env, added, changed, removed) -> list[str]:
     known = set(env.all_docs) - added - changed - removed  # pages Sphinx would not read again
     cache = get_cache(env.mystnb_config.execution_cache_path)
     again = [item.doc for item in _stale_notebooks(env, sorted(known), cache)]
+    again += [doc for doc in _failed_last_time(env) if doc in known and doc not in again]
     return again + [doc for doc in FORCE if doc in env.found_docs] if again else []
+
+
+def _failures_path(env) -> Path:
+    return Path(env.mystnb_config.execution_cache_path) / FAILURES_FILE
+
+
+def _failed_last_time(env) -> list[str]:
+    try:
+        return list(json.loads(_failures_path(env).read_text()))
+    except (OSError, ValueError, TypeError):
+        return []
 
 
 def save_claims(app, exception) -> None:
@@ -416,11 +585,39 @@ def save_claims(app, exception) -> None:
         _copy_json(*pair)
 
 
+def report_failures(app, exception) -> None:
+    """``build-finished``: the build's last lines say which chapters failed, and the build fails.
+
+    The failed pages are remembered (:data:`FAILURES_FILE`) so that the next build reads them again.
+    """
+    found = getattr(app, "ncbook_failures", None)
+    env = getattr(app, "env", None)
+    if env is not None and getattr(env, "mystnb_config", None) is not None \
+            and env.mystnb_config.execution_mode == "cache" and found is not None:
+        path = _failures_path(env)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(sorted(found), indent=1) + "\n")
+        except OSError:
+            pass
+    if not found:
+        return
+    lines = [f"ncbook_cache: THE BOOK DID NOT BUILD: {len(found)} chapter{'s' if len(found) > 1 else ''} failed "
+             "(their pages say so; the errors above give the tracebacks):"]
+    lines += [f"ncbook_cache:   {found[doc].summary}" for doc in sorted(found)]
+    lines.append("ncbook_cache: mend them and build again: the failed pages are read again, the chapters whose "
+                 "cells failed execute again.")
+    print("\n".join(lines), flush=True)
+    if exception is None:
+        app.statuscode = 1
+
+
 def setup(app):
     app.connect("config-inited", configure)
-    app.connect("config-inited", quiet_progress)
+    app.connect("config-inited", kernel_environment)
     app.connect("source-read", force_execution)
     app.connect("env-get-outdated", reread_uncached)
     app.connect("env-before-read-docs", execute_side_by_side)
     app.connect("build-finished", save_claims)
+    app.connect("build-finished", report_failures)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

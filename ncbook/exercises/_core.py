@@ -60,6 +60,7 @@ import hashlib
 import inspect
 import io
 import json
+import os
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -72,6 +73,16 @@ __all__ = ["CheckResult", "Exercise", "Outcome", "run_cases"]
 
 Case = dict  # {parameter name: value}
 MAX_OUTPUT_SIZE = 10_000_000  # entries of one returned array kept for judging
+
+
+#: Set to ``"1"`` by the book build for its kernels (``book/_ext/ncbook_cache.py``): there a failed check
+#: raises :class:`CheckFailedError`, so a chapter whose own solution fails its check fails the build. A
+#: reader's or a student's notebook (the variable unset) shows the failure and goes on.
+STRICT_ENV = "NCBOOK_STRICT_CHECKS"
+
+
+class CheckFailedError(AssertionError):
+    """A check failed where failures must stop the run (the book build: ``NCBOOK_STRICT_CHECKS=1``)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,11 @@ class CheckResult:
         What was checked, or the first failing input with expected and received values
         (arrays printed over several aligned lines).
 
+    Raises
+    ------
+    CheckFailedError
+        On a failed result where ``NCBOOK_STRICT_CHECKS=1`` (the book build's kernels), with the message.
+
     Examples
     --------
     >>> ok = CheckResult("demo", True, "matches the reference on 3 cases.")
@@ -102,6 +118,10 @@ class CheckResult:
     name: str
     passed: bool
     message: str
+
+    def __post_init__(self):
+        if not self.passed and os.environ.get(STRICT_ENV, "").strip() == "1":
+            raise CheckFailedError(f"{self.name} failed: {self.message} (a failed check fails the book build)")
 
     def __bool__(self) -> bool:
         return self.passed
