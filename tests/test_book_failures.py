@@ -100,6 +100,21 @@ def test_a_failed_check_raises_only_in_the_build(monkeypatch):
     assert (os.environ["NCBOOK_STRICT_CHECKS"], os.environ["NCBOOK_PROGRESS"]) == ("1", "0")
 
 
+def test_the_keys_a_page_reads_are_those_of_its_prose():
+    """Roles in the prose and in directives are read (with their lines); code cells and literal blocks are not,
+    and a failed page marks only the roles of its prose."""
+    text = ("---\njupytext: {}\n---\n# T\n\nNC1 {glue:text}`nc1:.3f`, {glue:md}`verdict`, {glue}`fig`.\n"
+            "```{code-cell} ipython3\nprint('{glue:text}`in_code`')\n```\n"
+            "````{admonition} Box\n{glue:text}`boxed:,d`\n```text\n{glue:text}`literal`\n```\n````\n"
+            ":::{note}\n{glue:text}`noted` and {glue:text}`other::remote:.2f`\n:::\n")
+    assert ncbook_failures.glue_keys_read(text) == [("nc1", 6), ("verdict", 6), ("fig", 6), ("boxed", 11), ("noted", 17)]
+    failure = ncbook_failures.Failure("t", "error", "t: code cell 1 (t.md:7: `print(...)`) raised ValueError: x")
+    page = ncbook_failures.failed_page(text, failure)
+    assert "print('{glue:text}`in_code`')" in page and "{glue:text}`literal`" in page
+    assert "**[nc1: not computed]**" in page and "**[boxed: not computed]**" in page and "{glue:md}" not in page
+    assert page.startswith('---\nmystnb:\n  execution_mode: "off"\njupytext: {}\n---\n# T\n')
+
+
 # --------------------------------------------------------------------------- the extension's functions, one failure each
 def _env(root: Path, floor: int = 120):
     from myst_nb.core.config import NbParserConfig

@@ -152,10 +152,36 @@ def cell_limit(stem: str, *, floor: int | None, profile: str, scale: str, result
 
 
 # --------------------------------------------------------------------------- glue keys
+FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,}|:{3,})\s*(?P<info>.*)$")
+
+
+def _without_literal_blocks(text: str) -> str:
+    """``text`` with the lines of literal blocks blanked (code cells, code blocks, a fence whose info string is not
+    a ``{directive}``: no role is read there), line numbers kept."""
+    lines, out, stack = text.split("\n"), [], []  # stack of (fence char, length, literal)
+    for line in lines:
+        m = FENCE.match(line)
+        literal = bool(stack) and stack[-1][2]
+        if m:
+            fence, info = m.group("fence"), m.group("info").strip()
+            if stack and fence[0] == stack[-1][0] and len(fence) >= stack[-1][1] and not info:
+                stack.pop()
+                out.append("")
+                continue
+            if not literal:
+                code = info.startswith(("{code-cell}", "{raw-cell}", "{code-block}", "{code}", "{literalinclude}"))
+                stack.append((fence[0], len(fence), fence[0] != ":" and (code or not info.startswith("{"))))
+                out.append(line if not stack[-1][2] else "")
+                continue
+        out.append("" if literal else line)
+    return "\n".join(out)
+
+
 def glue_keys_read(text: str) -> list[tuple[str, int]]:
     """The glue keys a page's text reads (``{glue:text}`key:spec```, ``{glue:md}`` ...) with their lines;
-    keys of another document (``doc::key``) are left out."""
+    keys of another document (``doc::key``) and roles inside literal code blocks are left out."""
     found = []
+    text = _without_literal_blocks(text)
     for m in GLUE_ROLE.finditer(text):
         content = m.group("content")
         key = content.rsplit(":", 1)[0] if m.group("kind") in ("text", "md") and ":" in content else content
@@ -292,7 +318,9 @@ def failed_page(text: str, failure: Failure) -> str:
 
     if failure.kind != "glue":
         text = set_file_options(text, execution_mode="off")
-    text = GLUE_ROLE.sub(mark, text)
+    prose = _without_literal_blocks(text).split("\n")  # roles in code cells and code blocks stay as they are
+    text = "\n".join(GLUE_ROLE.sub(mark, line) if line == kept else line
+                     for line, kept in zip(text.split("\n"), prose))
     banner = ("\n:::{error}\nThis page did not build: its chapter failed, so its outputs and numbers are missing "
               "or marked *not computed*. The build log says more.\n\n````text\n"
               + failure.summary.replace("````", "'''") + "\n````\n:::\n")
