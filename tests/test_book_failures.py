@@ -137,6 +137,7 @@ def test_a_cell_past_its_limit_names_the_chapter_the_cell_and_how_to_raise_the_l
           "It took {glue:text}`seli_seconds:.0f` s; NC1 is {glue:text}`nc1:.3f`.")
     monkeypatch.setenv("NCBOOK_CELL_TIMEOUT", "4")
     monkeypatch.setenv("NCBOOK_EXECUTION_CACHE", str(tmp_path / "base"))
+    monkeypatch.setattr(ncbook_cache, "HEARTBEAT_S", 1.0)              # a line a second while it runs (a minute in a build)
     app, env = _env(tmp_path)
     ncbook_cache.execute_side_by_side(app, env, ["book/seli"])
     failure = app.ncbook_failures["book/seli"]
@@ -152,6 +153,7 @@ def test_a_cell_past_its_limit_names_the_chapter_the_cell_and_how_to_raise_the_l
     out = capsys.readouterr().out
     assert "ncbook_cache: book/seli: started (a cell may run 4 s)" in out
     assert re.search(r"ncbook_cache: book/seli: FAILED after [\d.]+ s: seli: code cell 2", out)
+    assert re.search(r"ncbook_cache: still running: book/seli \d+ s, code cell 2 for \d+ s", out)
     cache = get_cache(env.mystnb_config.execution_cache_path)
     assert [s.doc for s in ncbook_cache._stale_notebooks(env, ["book/seli"], cache)] == ["book/seli"]  # not cached
     # its page says so, executes nothing during the read, and quotes no number as if computed

@@ -85,6 +85,7 @@ import ncbook_failures as failures  # book/_ext: what a failed chapter says, and
 FORCE = ("book/reproduction",)
 PROGRESS_ENV = "NCBOOK_PROGRESS"  # "0": ncbook.profiles.show_progress() is False (no tqdm bars in the pages)
 STRICT_ENV = "NCBOOK_STRICT_CHECKS"  # "1": a failed check raises (ncbook.exercises.CheckResult)
+KERNEL_LOG_LEVEL = "--IPKernelApp.log_level=ERROR"  # no "Kernel is running over TCP without encryption" per kernel
 HEARTBEAT_S = 60.0  # while chapters execute, a line every minute says which run and for how long
 FAILURES_FILE = "failures.json"  # in the cache folder: the pages that failed in the last build, read again in the next
 LIBRARIES = ("numpy", "scipy", "torch", "torchvision", "cvxpy", "clarabel", "scikit-learn", "matplotlib", "joblib")
@@ -393,7 +394,8 @@ def _execute(item: Stale, limit: failures.CellLimit, allow_errors, run: Run) -> 
     print(f"ncbook_cache: {item.doc}: started (a cell may run {limit.text()})", flush=True)
     try:
         result = single_nb_execution(item.notebook, cwd=str(item.path.parent), timeout=limit.seconds,
-                                     allow_errors=allow_errors, meta_override=True, on_cell_execute=run.on_cell_execute)
+                                     allow_errors=allow_errors, meta_override=True, on_cell_execute=run.on_cell_execute,
+                                     extra_arguments=[KERNEL_LOG_LEVEL])
     except Exception as err:  # a dead or missing kernel
         return err, time.time() - run.start
     return result.err, result.time
@@ -423,11 +425,12 @@ def _source_path(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
-def _check_cached_glue(app, env, docnames, stale_docs: set, cache) -> list[failures.Failure]:
-    """Pages served from the cache: a glue key the page reads that the cached run never set is a failure."""
+def _check_cached_glue(app, env, docnames, stale_docs: set, cache) -> tuple[list[failures.Failure], int]:
+    """Pages served from the cache: a glue key the page reads that the cached run never set is a failure.
+    Returns the failures and how many pages are served from the cache."""
     from myst_nb.core.read import create_nb_reader
 
-    found = []
+    found, served = [], 0
     for doc in docnames:
         if doc in FORCE or doc in stale_docs:
             continue
@@ -440,12 +443,13 @@ def _check_cached_glue(app, env, docnames, stale_docs: set, cache) -> list[failu
             _, notebook = cache.merge_match_into_notebook(reader.read(text))
         except KeyError:
             continue
+        served += 1
         failure = failures.glue_failure(doc, _source_path(Path(app.srcdir), path), text, notebook)
         if failure is not None:
             app.ncbook_failures[doc] = failure
             found.append(failure)
             print(f"ncbook_cache: {doc}: FAILED (served from the cache): {failure.summary}", flush=True)
-    return found
+    return found, served
 
 
 def _report(failure: failures.Failure) -> None:
@@ -483,7 +487,9 @@ def execute_side_by_side(app, env, docnames: list[str]) -> None:
     root = Path(app.srcdir)
     cache = get_cache(config.execution_cache_path)
     stale = _stale_notebooks(env, docnames, cache)
-    failed = _check_cached_glue(app, env, docnames, {item.doc for item in stale}, cache)
+    failed, served = _check_cached_glue(app, env, docnames, {item.doc for item in stale}, cache)
+    if served or not stale:
+        print(f"ncbook_cache: {served} chapters served from the cache, {len(stale)} to execute", flush=True)
     if not stale:
         for failure in failed:
             _report(failure)
