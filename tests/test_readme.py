@@ -115,3 +115,28 @@ def test_quoted_measurements_say_how_and_when():
                      r"at most [\d.]+e-\d+ in the run of \d{4}-\d{2}-\d{2}"):
         assert re.search(sentence, README), sentence
     assert not re.search(r"\b1\.8-2\.6 times faster", README)  # the unsourced figure it replaced
+
+
+def test_the_book_builds_time_limits_install_route_and_failures():
+    """The cell time limit (factor, floor, variables), the CPU-only install of the pinned torch and the
+    failure mechanism are stated as the code has them."""
+    import yaml
+
+    failures = _module(ROOT / "book" / "_ext" / "ncbook_failures.py", "ncbook_failures_readme")
+    floor = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
+    assert_readme_says(f"Each cell of a chapter may run {failures.DEFAULT_FACTOR:g} times the chapter's run time on an "
+                       "idle machine")
+    assert_readme_says(f"at least {floor} s (`execute: timeout` in `_config.yml`)")
+    assert_readme_says(f"`{failures.FACTOR_ENV}=10` (10 times the estimate) or `{failures.TIMEOUT_ENV}=1800` (seconds, "
+                       "one limit for every cell)")
+    cache = (ROOT / "book" / "_ext" / "ncbook_cache.py").read_text()
+    strict = re.search(r'STRICT_ENV = "(\w+)"', cache).group(1)
+    from ncbook.exercises import _core
+
+    assert strict == _core.STRICT_ENV
+    assert_readme_says(f"the build's kernels run with `{strict}=1`, where a failed check raises")
+    pins = dict(re.findall(r"^(torch|torchvision)==([\w.]+)", (ROOT / "requirements.txt").read_text(), re.M))
+    assert_readme_says(f"pip install torch=={pins['torch']} torchvision=={pins['torchvision']} "
+                       "--index-url https://download.pytorch.org/whl/cpu")
+    assert_readme_says(f"(`{pins['torch']}+cpu` satisfies `torch=={pins['torch']}`)")
+    assert re.search(r"took 6\.2 GB, 4\.1 GB of it CUDA libraries and triton \(measured on \d{4}-\d{2}-\d{2}\)", README)
