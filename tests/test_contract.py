@@ -488,8 +488,8 @@ S = Spec
 L_ = ncbook.losses
 SPECS = {
     # ------------------------------------------------------------------ ncbook, profiles (environment readers)
-    "checkpoint_dir": S(lambda: dict(name="run", default="../checkpoints"), dict(default=Text())),
-    "results_dir": S(lambda: dict(default="../results"), dict(default=Text())),
+    "checkpoint_dir": S(lambda: dict(name="run", default="../checkpoints"), dict(default=Text(optional=True))),
+    "results_dir": S(lambda: dict(default="../results"), dict(default=Text(optional=True))),  # None: by the folder
     "native_bf16": S(lambda: dict(device="cpu")),
     "data_root": S(dict), "default_device": S(dict), "profile": S(dict), "scale": S(dict), "usable_cores": S(dict),
     "show_progress": S(dict),
