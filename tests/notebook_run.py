@@ -16,7 +16,9 @@ import nbclient
 def execute(path: Path, env: dict, *, timeout: int):
     """Execute the jupytext source ``path`` in its own folder with ``env`` set for the kernel, ``timeout``
     seconds a cell; return the executed notebook. A failing cell raises ``CellExecutionError`` with its
-    traceback; the environment of the test process is restored afterwards."""
+    traceback; the environment of the test process is restored afterwards. As in the book build, a failed
+    self-check of the chapter's own solution raises (``NCBOOK_STRICT_CHECKS=1`` unless ``env`` says otherwise)."""
+    env = {"NCBOOK_STRICT_CHECKS": "1", **env}
     nb = jupytext.read(path)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the kernel inherits the environment
