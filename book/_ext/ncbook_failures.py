@@ -321,9 +321,9 @@ def failed_page(text: str, failure: Failure) -> str:
     prose = _without_literal_blocks(text).split("\n")  # roles in code cells and code blocks stay as they are
     text = "\n".join(GLUE_ROLE.sub(mark, line) if line == kept else line
                      for line, kept in zip(text.split("\n"), prose))
-    banner = ("\n:::{error}\nThis page did not build: its chapter failed, so its outputs and numbers are missing "
+    banner = ("\n`````{error}\nThis page did not build: its chapter failed, so its outputs and numbers are missing "
               "or marked *not computed*. The build log says more.\n\n````text\n"
-              + failure.summary.replace("````", "'''") + "\n````\n:::\n")
+              + failure.summary.replace("````", "'''") + "\n````\n`````\n")
     lines = text.split("\n")
     start = lines.index("---", 1) + 1 if lines[0] == "---" and "---" in lines[1:] else 0
     for i in range(start, len(lines)):
