@@ -95,9 +95,12 @@ def test_a_failed_check_raises_only_in_the_build(monkeypatch):
     assert exercise_core.CheckResult("demo", True, "ok.")
     with pytest.raises(exercise_core.CheckFailedError, match=r"demo failed: expected 1\.0, got 2\.0\."):
         exercise_core.CheckResult("demo", False, "expected 1.0, got 2.0.")
-    monkeypatch.setenv("NCBOOK_PROGRESS", "1")
-    ncbook_cache.kernel_environment(None, None)
-    assert (os.environ["NCBOOK_STRICT_CHECKS"], os.environ["NCBOOK_PROGRESS"]) == ("1", "0")
+    monkeypatch.setenv("NCBOOK_STRICT_CHECKS", "0")
+    ncbook_cache.strict_checks(None, None)                                        # the build sets it for its kernels
+    assert os.environ["NCBOOK_STRICT_CHECKS"] == "1"
+    registered = []
+    ncbook_cache.setup(type("App", (), {"connect": lambda self, ev, fn: registered.append((ev, fn.__name__))})())
+    assert ("config-inited", "strict_checks") in registered                        # before any kernel starts
 
 
 def test_the_keys_a_page_reads_are_those_of_its_prose():
@@ -174,7 +177,7 @@ def test_a_failed_check_and_an_unset_glue_key_fail_their_chapters(tmp_path, monk
           "There are {glue:text}`n:,d` samples.", "", "Accuracy {glue:text}`acc:.2f`, {glue:md}`verdict`.")
     good = tmp_path / "good.md"
     _page(good, "Good", ("code", "from ncbook.book import glue\nglue('n', 12406)"), "There are {glue:text}`n:,d` samples.")
-    monkeypatch.setenv("NCBOOK_STRICT_CHECKS", "1")                     # as kernel_environment sets it in the build
+    monkeypatch.setenv("NCBOOK_STRICT_CHECKS", "1")                     # as strict_checks sets it in the build
     monkeypatch.setenv("NCBOOK_EXECUTION_CACHE", str(tmp_path / "base"))
     monkeypatch.setenv("NCBOOK_BUILD_WORKERS", "3")
     app, env = _env(tmp_path)

@@ -275,11 +275,14 @@ def configure(app, config) -> None:
           f"{restored} claim records restored")
 
 
-def kernel_environment(app, config) -> None:
-    """``config-inited``: the environment of every kernel of the build: ``NCBOOK_PROGRESS=0`` (no progress
-    bars on a page) and ``NCBOOK_STRICT_CHECKS=1`` (a failed self-check raises, so a chapter whose solution
-    fails its own check fails the build; ``ncbook.exercises.CheckResult``)."""
+def quiet_progress(app, config) -> None:
+    """``config-inited``: ``NCBOOK_PROGRESS=0`` for every kernel of the build (no progress bars on a page)."""
     os.environ[PROGRESS_ENV] = "0"
+
+
+def strict_checks(app, config) -> None:
+    """``config-inited``: ``NCBOOK_STRICT_CHECKS=1`` for every kernel of the build: a failed self-check raises
+    (``ncbook.exercises.CheckResult``), so a chapter whose solution fails its own check fails the build."""
     os.environ[STRICT_ENV] = "1"
 
 
@@ -507,7 +510,7 @@ def execute_side_by_side(app, env, docnames: list[str]) -> None:
           f"({FACTOR_ENV_TEXT})", flush=True)
     start, executed_failed, saved = time.perf_counter(), 0, os.environ.get("NCBOOK_WORKERS")
     if workers > 1:
-        os.environ["NCBOOK_WORKERS"] = "1"  # inherited by the kernels started below (and NCBOOK_PROGRESS=0: kernel_environment)
+        os.environ["NCBOOK_WORKERS"] = "1"  # inherited by the kernels started below (and NCBOOK_PROGRESS=0, NCBOOK_STRICT_CHECKS=1)
     runs = {item.doc: Run(item.doc) for item in stale}
     item_of = {item.doc: item for item in stale}
     try:
@@ -620,7 +623,8 @@ def report_failures(app, exception) -> None:
 
 def setup(app):
     app.connect("config-inited", configure)
-    app.connect("config-inited", kernel_environment)
+    app.connect("config-inited", quiet_progress)
+    app.connect("config-inited", strict_checks)
     app.connect("source-read", force_execution)
     app.connect("env-get-outdated", reread_uncached)
     app.connect("env-before-read-docs", execute_side_by_side)
