@@ -310,12 +310,13 @@ def force_execution(app, docname: str, source: list[str]) -> None:
         source[0] = failures.failed_page(source[0], failure)
         return
     config = getattr(app, "config", None)
-    if getattr(config, "nb_execution_mode", "cache") != "cache" or not source[0].startswith("---\n"):
+    mode = getattr(config, "nb_execution_mode", "cache")
+    if mode == "off" or not source[0].startswith("---\n"):
         return
     head = source[0].split("\n---", 1)[0]
     if "jupytext" not in head and "kernelspec" not in head:
         return
-    options = {"execution_mode": "force"} if docname in FORCE and "\nmystnb:" not in head else {}
+    options = {"execution_mode": "force"} if mode == "cache" and docname in FORCE and "\nmystnb:" not in head else {}
     floor = getattr(config, "nb_execution_timeout", None)
     limit = chapter_limit(Path(app.srcdir), docname, floor)
     if limit.seconds > 0 and "execution_timeout" not in head:
