@@ -88,6 +88,24 @@ def test_the_cell_limit_is_sized_from_the_chapters_estimate(tmp_path, monkeypatc
         monkeypatch.delenv(name)
 
 
+def test_pages_myst_nb_executes_get_their_chapters_limit(tmp_path, monkeypatch):
+    """The reproduction page (executed at every read) and any page myst-nb executes itself run with the limit."""
+    monkeypatch.setenv("NCBOOK_RESULTS", str(tmp_path))
+    longest = max(profiles.PLANS, key=lambda s: profiles.PLANS[s].quick_seconds)
+    app = SimpleNamespace(srcdir=str(tmp_path), config=SimpleNamespace(nb_execution_mode="auto", nb_execution_timeout=300))
+    source = [HEAD + "# A chapter\n"]
+    ncbook_cache.force_execution(app, f"book/{longest}", source)
+    seconds = max(300, math.ceil(5 * profiles.PLANS[longest].quick_seconds))
+    assert source[0].startswith(f"---\nmystnb:\n  execution_timeout: {seconds}\njupytext:")
+    app.config.nb_execution_mode = "cache"
+    source = [HEAD + "# Reproduction\n"]
+    ncbook_cache.force_execution(app, "book/reproduction", source)
+    assert source[0].startswith('---\nmystnb:\n  execution_mode: "force"\n  execution_timeout: 300\njupytext:')
+    plain = ["# API\n\nNo code here.\n"]
+    ncbook_cache.force_execution(app, "book/api", plain)
+    assert plain == ["# API\n\nNo code here.\n"]
+
+
 def test_a_failed_check_raises_only_in_the_build(monkeypatch):
     failed = exercise_core.CheckResult("demo", False, "expected 1.0, got 2.0.")  # a reader's notebook: shown, goes on
     assert not failed and "❌ failed" in failed._repr_markdown_()
