@@ -74,7 +74,8 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) 
     Raises
     ------
     ValueError
-        On mismatched shapes, negative weights, ``temperature <= 0`` or an unknown ``similarity``.
+        On mismatched shapes, negative weights, weights with no positive entry off the diagonal,
+        ``temperature <= 0`` or an unknown ``similarity``.
 
     References
     ----------
@@ -101,7 +102,10 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) 
     pos = p > 0
     terms = np.where(pos, p * (np.log(np.where(pos, p, 1.0)) - np.where(pos, log_q, 0.0)), 0.0)
     kl = terms.sum(axis=1)
-    return max(0.0, float(kl[valid].mean())) if valid.any() else 0.0  # clip round-off below 0
+    if not valid.any():
+        raise ValueError("weights must give some anchor a positive weight off the diagonal; every row is zero there, "
+                         "so no anchor has a target and the gap is undefined (not 0, the value of a reached bound).")
+    return max(0.0, float(kl[valid].mean()))  # clip round-off below 0
 
 
 def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:

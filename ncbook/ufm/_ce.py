@@ -126,7 +126,7 @@ def log_mean_ce(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tenso
     >>> float(log_mean_ce(z, torch.tensor([0])))  # CE = e^{-800} underflows, its log does not
     -800.0
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction="mean")
     if weights is not None:
         weights = check_class_vector("weights", weights, labels.shape[0]).to(dtype=logits.dtype, device=logits.device)
     return _log_mean_ce(logits, labels, weights)
