@@ -73,7 +73,7 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
     n_max : int
         Samples of the largest class (5000 for CIFAR-10, 500 for CIFAR-100).
     num_classes : int
-        ``C >= 1`` (``>= 2`` for the kind to matter).
+        ``C >= 2`` (one class has no tail: neither profile is defined for it).
     imbalance_ratio : float
         ``R = n_max / n_min >= 1``.
     kind : {"exp", "step"}
@@ -89,7 +89,7 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
     Raises
     ------
     ValueError
-        If ``n_max < 1``, ``C < 1``, ``R < 1``, ``minority_fraction`` outside ``(0, 1)``,
+        If ``n_max < 1``, ``C < 2``, ``R < 1``, ``minority_fraction`` outside ``(0, 1)``,
         or a class would get zero samples.
 
     References
@@ -103,7 +103,7 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
     12406
     """
     n_max = check_int("n_max", n_max, 1)
-    num_classes = check_int("num_classes", num_classes, 1)
+    num_classes = check_int("num_classes", num_classes, 2, what="a long tail needs a head class and a tail class")
     check_positive("imbalance_ratio", imbalance_ratio)
     if imbalance_ratio < 1:
         raise ValueError(f"imbalance_ratio must be >= 1 (n_max / n_min); got {imbalance_ratio!r}.")
@@ -160,7 +160,7 @@ def make_imbalanced(labels, counts, seed: int = 0) -> torch.Tensor:
     for c, want in enumerate(counts):
         pool = np.flatnonzero(y == c)
         if pool.size < want:
-            raise ValueError(f"class {c} has {pool.size} samples but counts asks for {want}; lower counts[{c}].")
+            raise ValueError(f"labels hold {pool.size} samples of class {c} but counts asks for {want}; lower counts[{c}].")
         chosen.append(rng.choice(pool, size=int(want), replace=False))
     return torch.as_tensor(np.sort(np.concatenate(chosen)), dtype=torch.long)
 
@@ -462,7 +462,8 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
     Raises
     ------
     ValueError
-        For a data set without a gpu subset, or empty or negative ``labels``.
+        For a data set without a gpu subset, or ``labels`` that are empty, negative, of one class, or miss a
+        class below their largest.
     TypeError
         For ``labels`` that are not integers, or flags that are not booleans.
 
@@ -480,6 +481,10 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
         raise ValueError("labels must hold the labels of a split (at least one); got an empty array.")
     c = int(y.max()) + 1
     sizes = np.bincount(y, minlength=c)
+    if c < 2 or not sizes.all():
+        raise ValueError(f"labels must hold every class of the split (at least 2, labelled 0..C-1); got classes "
+                         f"{np.flatnonzero(sizes).tolist()} of [0, {c}): a subset drawn from them would silently lack "
+                         "the missing ones.")
     if not train:
         want = np.full(c, spec["test_per_class"])
     elif balanced:

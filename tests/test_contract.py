@@ -717,7 +717,7 @@ SPECS = {
                     dict(name=Option(), transform=Fn(optional=True)), errors_only=True),
     "load_digits": S(lambda: dict(test_per_class=5, seed=0, standardize=True), dict(test_per_class=Int(1), standardize=Flag())),
     "long_tailed_counts": S(lambda: dict(n_max=100, num_classes=5, imbalance_ratio=10.0, kind="exp", minority_fraction=0.5),
-                            dict(n_max=Int(1), num_classes=Int(1), imbalance_ratio=Real(1.0, closed_low=True),
+                            dict(n_max=Int(1), num_classes=Int(2), imbalance_ratio=Real(1.0, closed_low=True),
                                  kind=Option(), minority_fraction=Real(0.0, 1.0))),
     "make_imbalanced": S(lambda: dict(labels=torch.arange(30) % 3, counts=[5, 3, 1], seed=0),
                          dict(labels=Labels(paired=False), counts=Counts(paired=True))),
