@@ -374,6 +374,8 @@ def nc4(features, predictions, means) -> float:
                          f"got {tuple(mu.shape)}.")
     check_finite("features", h)
     check_finite("means", mu)
+    if h.shape[0] == 0:
+        raise ValueError("features must hold at least one row: NC4 is a fraction of samples; got an empty batch.")
     _check_distinct_means(mu, _eps(means))
     pred = torch.as_tensor(_numeric("predictions", predictions)) if not isinstance(predictions, torch.Tensor) else predictions
     if pred.ndim == 2:
