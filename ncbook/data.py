@@ -20,7 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validation import check_bool, check_callable, check_counts, check_in, check_int, check_labels, check_path, check_positive
+from ._validation import (check_bool, check_callable, check_class_vector, check_counts, check_in, check_int, check_labels,
+                          check_path, check_positive)
 from .profiles import scale
 
 __all__ = [
@@ -563,31 +564,68 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
     return (x - mean) / std, y
 
 
-def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, padding: int = 4) -> torch.Tensor:
-    """Random crop (zero padding ``padding``) and horizontal flip of a batch, on its own device.
+def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, padding: int = 4, *,
+                  mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
+    """Random crop (black padding of ``padding`` pixels) and horizontal flip of a normalised batch, on its device.
+
+    The long-tailed CIFAR recipe (Cao et al. 2019, and every repository built on it) runs torchvision's
+    ``RandomCrop(32, padding=4)`` and ``RandomHorizontalFlip()`` on the images and normalises afterwards,
+    so the border is black. ``x`` is already normalised here (:func:`cifar_tensors`), so the border is
+    black as normalised, ``(0 - mean) / std`` per channel; padding with zeros would give the mean colour.
+    Per image, the crop offsets (rows, then columns, each uniform in ``[0, 2 padding]``) and the flip
+    (probability 1/2) are independent draws.
 
     Parameters
     ----------
-    x : Tensor of shape (b, c, h, w)
+    x : Tensor of shape (b, c, h, w), floating point
+        Images normalised with ``mean`` and ``std``.
     generator : torch.Generator, optional
         On ``x``'s device; makes the augmentation reproducible.
+    padding : int
+        Pixels of black added on each side before the crop (``>= 0``).
+    mean, std : sequence of c floats
+        The per-channel normalisation ``x`` carries (CIFAR's by default); ``mean=(0,) * c, std=(1,) * c`` for
+        images in ``[0, 1]``.
 
     Returns
     -------
-    Tensor of the same shape.
+    Tensor of the same shape and dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``x`` is not a 4-D floating tensor, ``padding < 0``, or ``mean``/``std`` are not ``c`` finite
+        numbers (``std > 0``).
+
+    References
+    ----------
+    Cao et al., NeurIPS 2019, arXiv:1906.07413 (the CIFAR-LT training recipe); torchvision's ``RandomCrop``.
+
+    Examples
+    --------
+    >>> x = torch.zeros(1, 3, 4, 4)                       # a normalised image of the mean colour
+    >>> out = cifar_augment(x, torch.Generator().manual_seed(1), padding=4)
+    >>> round(float(out.min()), 4)                        # black border pixels (red channel), not 0
+    -1.9895
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor batch of shape (b, c, h, w); got {type(x).__name__}.")
     if x.ndim != 4:
         raise ValueError(f"x must have shape (b, c, h, w); got {tuple(x.shape)}.")
+    if not x.is_floating_point():
+        raise TypeError(f"x must hold normalised floating-point images; got dtype {x.dtype}.")
     padding = check_int("padding", padding, 0)
-    b, _, h, w = x.shape
-    padded = torch.nn.functional.pad(x, (padding,) * 4)
+    b, c, h, w = x.shape
+    m = check_class_vector("mean", mean, c, signed=True).to(device=x.device, dtype=x.dtype)
+    sd = check_class_vector("std", std, c, positive=True).to(device=x.device, dtype=x.dtype)
+    black = (0 - m) / sd  # Normalize of a black pixel, as torchvision computes it
+    padded = black.view(1, c, 1, 1).expand(b, c, h + 2 * padding, w + 2 * padding).clone()
+    padded[:, :, padding:padding + h, padding:padding + w] = x
     dx = torch.randint(0, 2 * padding + 1, (b,), device=x.device, generator=generator)
     dy = torch.randint(0, 2 * padding + 1, (b,), device=x.device, generator=generator)
     rows = (dy[:, None] + torch.arange(h, device=x.device)[None])  # (b, h)
     cols = (dx[:, None] + torch.arange(w, device=x.device)[None])  # (b, w)
-    out = padded[torch.arange(b, device=x.device)[:, None, None, None], torch.arange(x.shape[1], device=x.device)[None, :, None, None],
+    out = padded[torch.arange(b, device=x.device)[:, None, None, None], torch.arange(c, device=x.device)[None, :, None, None],
                  rows[:, None, :, None], cols[:, None, None, :]]
     flip = torch.rand(b, device=x.device, generator=generator) < 0.5
     return torch.where(flip[:, None, None, None], out.flip(3), out)

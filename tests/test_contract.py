@@ -706,9 +706,9 @@ SPECS = {
     "sel_distance": S(lambda: dict(logits=torch.eye(3, dtype=torch.float64) * 2 - 0.5, counts=COUNTS),
                       dict(logits=Floats(), counts=Counts(paired=True))),
     # ------------------------------------------------------------------ data
-    "cifar_augment": S(lambda: dict(x=torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0)),
+    "cifar_augment": S(lambda: dict(x=torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64),
                                     generator=torch.Generator().manual_seed(0), padding=2),
-                       dict(x=Floats(ints=False, moves=True), padding=Int(0))),
+                       dict(x=Floats(ints=False, moves=True), padding=Int(0), mean=Vector(negative_ok=True), std=Vector())),
     "cifar_tensors": S(lambda: dict(name="cifar10", root="data", train=True, download=False, subset=None),
                        dict(name=Option(), subset=Option(optional=True)), errors_only=True),
     "gpu_subset_indices": S(lambda: dict(labels=torch.arange(60) % 3, name="cifar10", train=True, balanced=False),
