@@ -125,7 +125,9 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     steps, batch_size, lr, momentum, weight_decay
         Optimisation (``batch_size`` anchors per step).
     augment : callable, optional
-        ``augment(batch, generator)`` applied to the inputs of each step (e.g. CIFAR crops).
+        ``augment(batch, generator)`` applied to the inputs of each step (e.g. CIFAR crops). Every drawn anchor,
+        positive and negative gets its own view (the batch holds ``batch_size * (k + 2)`` views): a sample drawn
+        twice, e.g. an anchor drawn as its own positive, is two views, never one copy with similarity 1.
     seed : int
     device : torch.device, optional
 
@@ -162,11 +164,11 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     def loss_at(step):  # the sampler (anchors, positives, UCL/SCL negatives) and step function
         anc, pos, neg = contrastive_batch_indices(y, batch_size, k, setting=setting, generator=gen)
         idx = torch.cat([anc, pos, neg.ravel()])
-        rows, inverse = torch.unique(idx, return_inverse=True)  # forward each drawn sample once
-        batch = x_dev[rows.to(device)]
-        if augment is not None:
-            batch = augment(batch, None)
-        h = model.features(batch)[inverse.to(device)]
+        if augment is None:
+            rows, inverse = torch.unique(idx, return_inverse=True)  # forward each drawn sample once
+            h = model.features(x_dev[rows.to(device)])[inverse.to(device)]
+        else:  # every draw its own view: an anchor drawn as its own positive (or negative) is not its very copy
+            h = model.features(augment(x_dev[idx.to(device)], None))
         a, p, n = h[:batch_size], h[batch_size:2 * batch_size], h[2 * batch_size:].view(batch_size, k, -1)
         return generalized_contrastive_loss(a, p, n, temperature=temperature, psi=psi)
 
