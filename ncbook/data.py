@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validation import (check_bool, check_callable, check_class_vector, check_counts, check_in, check_int, check_labels,
-                          check_path, check_positive)
+from ._validation import (_short, check_bool, check_callable, check_class_vector, check_counts, check_in, check_int,
+                          check_labels, check_path, check_positive)
 from .profiles import scale
 
 __all__ = [
@@ -484,7 +484,7 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
     sizes = np.bincount(y, minlength=c)
     if c < 2 or not sizes.all():
         raise ValueError(f"labels must hold every class of the split (at least 2, labelled 0..C-1); got classes "
-                         f"{np.flatnonzero(sizes).tolist()} of [0, {c}): a subset drawn from them would silently lack "
+                         f"{_short(np.flatnonzero(sizes))} of [0, {c}): a subset drawn from them would silently lack "
                          "the missing ones.")
     if not train:
         want = np.full(c, spec["test_per_class"])
@@ -633,12 +633,18 @@ def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, pad
 
 def make_loader(x: torch.Tensor, y: torch.Tensor, batch_size: int, *, shuffle: bool = True, seed: int = 0,
                 drop_last: bool = False) -> torch.utils.data.DataLoader:
-    """A ``DataLoader`` over tensors with a seeded generator (reproducible order)."""
+    """A ``DataLoader`` over tensors with a seeded generator (reproducible order).
+
+    Raises ``ValueError`` for ``drop_last=True`` with fewer samples than ``batch_size`` (no batch at all).
+    """
     batch_size = check_int("batch_size", batch_size, 1)
     shuffle, drop_last, seed = check_bool("shuffle", shuffle), check_bool("drop_last", drop_last), check_int("seed", seed, 0)
     if not isinstance(x, torch.Tensor) or x.ndim < 1:
         raise TypeError(f"x must be a torch.Tensor of shape (n, ...); got {type(x).__name__}.")
     y = check_labels(y, name="y", n=x.shape[0], rows_of="x")
+    if drop_last and x.shape[0] < batch_size:
+        raise ValueError(f"drop_last=True with {x.shape[0]} samples < batch_size = {batch_size} gives no batch at all "
+                         "(an epoch would train on nothing); lower batch_size or pass drop_last=False.")
     ds = torch.utils.data.TensorDataset(x, y)
     g = torch.Generator().manual_seed(seed)
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle, generator=g, drop_last=drop_last)

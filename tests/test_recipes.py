@@ -227,3 +227,21 @@ def test_weighted_trainer_draws_each_sample_once():
     for batch in rows:
         assert len(torch.unique(batch, dim=0)) == len(batch)
     assert len(rows) == 3
+
+
+def test_cifar_tensors_normalise_as_torchvision(tmp_path):
+    """cifar_tensors (the whole split as one tensor) equals torchvision's ToTensor + Normalize, image for image."""
+    data.write_cifar_standin(tmp_path, train_per_class=2, test_per_class=1, cifar100_train_per_class=1,
+                             cifar100_test_per_class=1)
+    x, y = data.cifar_tensors("cifar10", tmp_path, train=True)
+    ds = data.load_cifar("cifar10", tmp_path, transform=T.Compose([T.ToTensor(), T.Normalize(data.CIFAR_MEAN, data.CIFAR_STD)]))
+    ref = torch.stack([ds[i][0] for i in range(len(ds))])
+    torch.testing.assert_close(x, ref, rtol=0, atol=1e-6)
+    assert torch.equal(y, torch.tensor([ds[i][1] for i in range(len(ds))]))
+
+
+def test_a_loader_that_would_yield_no_batch_is_refused():
+    x, y = torch.randn(6, 2), torch.arange(6) % 2
+    with pytest.raises(ValueError, match="drop_last=True with 6 samples < batch_size = 8 gives no batch"):
+        data.make_loader(x, y, 8, drop_last=True)
+    assert len(data.make_loader(x, y, 8, drop_last=False)) == 1

@@ -269,3 +269,16 @@ def test_a_kept_mode_still_trains_batchnorm_after_a_helper():
     model(x)
     assert not torch.allclose(bn.running_mean, before)
     assert math.isfinite(float(bn.running_mean.abs().sum()))
+
+
+@pytest.mark.parametrize("name", ["embed", "evaluate", "class_mean_cosines", "measure_fit", "measure_steps",
+                                  "measure_contrastive"])
+def test_helpers_leave_the_models_state_alone(name):
+    """An evaluation or a cost probe never moves the model's parameters or its BatchNorm statistics (a helper that
+    ran its forward passes in training mode updated them)."""
+    model = _with_bn().train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    _calls()[name](model)
+    after = model.state_dict()
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert not changed, f"{name} changed {changed}"

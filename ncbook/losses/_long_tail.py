@@ -90,7 +90,9 @@ def weighted_cross_entropy(
         Class weights ``u_c >= 0``; all ones by default (plain CE).
     normalizer : {"weights", "batch"}, default "weights"
         Used by ``reduction="mean"`` only. ``"weights"`` reproduces
-        ``torch.nn.CrossEntropyLoss(weight=u)``.
+        ``torch.nn.CrossEntropyLoss(weight=u)``, NaN included: a batch whose samples all have weight 0
+        (only zero-weight classes present) has ``N_u = 0`` and a NaN mean (not checked: it would wait for
+        the device every step; the trainers stop on it).
     reduction : {"none", "mean", "sum"}
 
     Returns

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._validation import _numeric, check_class_vector, check_finite, check_in, check_int, check_labels, check_matrix
+from .._validation import _numeric, _short, check_class_vector, check_finite, check_in, check_int, check_labels, check_matrix
 
 __all__ = ["class_means", "nc1", "nc2", "nc3", "nc4", "neural_collapse", "NCAccumulator", "centered_means"]
 
@@ -67,7 +67,7 @@ def _features_labels(features, labels, num_classes):
     c = int(y.max().item()) + 1 if num_classes is None else int(num_classes)
     counts = torch.bincount(y, minlength=c)
     if (counts == 0).any():
-        empty = torch.nonzero(counts == 0).flatten().tolist()
+        empty = _short(torch.nonzero(counts == 0).flatten().numpy())  # a label of 10**6 must not print 10**6 classes
         raise ValueError(f"labels must hold every class in [0, {c}): classes {empty} have none. "
                          "Pass features of all classes, or relabel the present ones 0..C'-1.")
     return h, y, c, counts

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_callable, check_in, check_int, check_labels, check_positive
+from .._validation import _short, check_callable, check_in, check_int, check_labels, check_positive
 from ..losses import contrastive_batch_indices, generalized_contrastive_loss
 from ._core import _eval_mode, check_feature_model, check_finite, check_sgd, keeps_mode, run_steps
 
@@ -59,7 +59,8 @@ def _check_every_class(y: torch.Tensor, name: str = "y") -> None:
     counts = torch.bincount(y)
     if bool((counts == 0).any()):
         raise ValueError(f"{name} must hold every class in [0, {len(counts)}): classes "
-                         f"{torch.nonzero(counts == 0).flatten().tolist()} have none. Relabel the present classes 0..C'-1.")
+                         f"{_short(torch.nonzero(counts == 0).flatten().numpy())} have none. Relabel the present classes "
+                         "0..C'-1.")
 
 
 @torch.no_grad()
