@@ -386,3 +386,14 @@ def test_contrastive_sampler_on_non_contiguous_labels():
     y = torch.tensor([0, 0, 5, 5, 5])
     a, p, n = losses.contrastive_batch_indices(y, 200, 3, setting="scl", generator=torch.Generator().manual_seed(0))
     assert torch.equal(y[a], y[p]) and (y[n] != y[a][:, None]).all()
+
+
+def test_r2_similarity_of_points_in_one_place_is_nan_not_noise():
+    """Every point at one place up to float32 rounding: the similarities are rounding noise, and their correlation
+    with the weights is no result (it was a number in [0, 1])."""
+    g = torch.Generator().manual_seed(0)
+    z = (torch.tensor([1.0, 2.0, 3.0, 4.0]) + 1e-7 * torch.randn(6, 4, generator=g)).float()
+    w = losses.soft_supcon_weights(LABELS, 0.2)
+    assert math.isnan(metrics.r2_similarity(z, w))
+    assert math.isnan(metrics.r2_similarity(z, w, similarity="euclidean"))
+    assert 0.0 <= metrics.r2_similarity(_features(), w) <= 1.0  # ordinary points: a number

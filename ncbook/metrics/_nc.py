@@ -135,6 +135,9 @@ def centered_means(features, labels, num_classes: int | None = None, *, global_m
     default: under imbalance the sample mean is pulled toward majority classes, and an
     exact ETF would look uncollapsed); ``"sample"`` subtracts the sample mean.
 
+    Raises ``ValueError`` as :func:`nc1` does for one class or class means with no spread between them:
+    their centred means are rounding noise, whose direction NC2 and NC3 would read as a geometry.
+
     Examples
     --------
     >>> centered_means(torch.tensor([[1.0, 0.0], [3.0, 0.0], [0.0, 2.0]]), [0, 0, 1]).tolist()
@@ -143,7 +146,9 @@ def centered_means(features, labels, num_classes: int | None = None, *, global_m
     check_in("global_mean", global_mean, GLOBAL_MEANS)
     h, y, c, counts = _features_labels(features, labels, num_classes)
     means = _class_means(h, y, c, counts)
-    return means - _global_mean(means, h, global_mean)
+    centred = means - _global_mean(means, h, global_mean)
+    _check_spread(centred, h.abs().max(), _eps(features))  # rounding noise would give NC2/NC3 a random direction
+    return centred
 
 
 def _within_cov(h, y, means, counts, within):

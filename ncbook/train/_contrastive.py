@@ -96,8 +96,10 @@ def class_mean_cosines(model, x, y, *, batch_size: int = 1024):
                            for i in range(0, len(x), batch_size)])
     means = torch.stack([feats[y == c].mean(0) for c in range(int(y.max()) + 1)])
     norms = means.norm(dim=1)
-    if bool((norms == 0).any()):
-        raise ValueError(f"the unit features of classes {torch.nonzero(norms == 0).flatten().tolist()} average to 0 "
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    flat = norms <= 16.0 * torch.finfo(dtype).eps  # the mean of unit vectors is at most 1 long: this is rounding
+    if bool(flat.any()):
+        raise ValueError(f"the unit features of classes {_short(torch.nonzero(flat).flatten().numpy())} average to 0 "
                          "(e.g. all-zero features): their mean has no direction, so its cosines are undefined.")
     unit = means / norms[:, None]
     return (unit @ unit.T).numpy(), (1.0 - norms).numpy()
