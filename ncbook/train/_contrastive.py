@@ -136,7 +136,7 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
 
     Returns
     -------
-    ContrastiveFit
+    ContrastiveFit (the model itself comes back trained, in the train/eval mode it was given in)
 
     Raises
     ------

@@ -131,7 +131,8 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: 
     -------
     dict with ``logits`` (n, C), ``features`` (n, d), ``labels``, ``preds`` (all on CPU; float32,
     or float64 for a float64 model), ``acc`` (float), ``class_acc`` (list of C floats, NaN for
-    absent classes), ``class_loss`` (list of C mean cross-entropies, NaN for absent classes).
+    absent classes), ``class_loss`` (list of C mean cross-entropies, NaN for absent classes). The forward
+    passes run in eval mode; the model comes back in the modes it was given in, its BatchNorm statistics untouched.
 
     Raises
     ------
@@ -447,7 +448,9 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
     -------
     History with per-epoch ``epoch``, ``train_loss``, ``train_acc``, ``class_loss`` (train,
     per class), ``train_class_acc``, ``test_acc``, ``class_acc`` (test, per class),
-    ``seconds`` and, on NC epochs, ``nc1``, ``nc2_w``, ``nc2_m``, ``nc3``, ``nc3_zhu``, ``nc4``.
+    ``seconds`` and, on NC epochs, ``nc1``, ``nc2_w``, ``nc2_m``, ``nc3``, ``nc3_zhu``, ``nc4`` (NaN, with a
+    warning, on an epoch where they are undefined). The model comes back with every submodule in the
+    train/eval mode it was given in; the loss receives logits and features in the model's dtype.
 
     Raises
     ------
