@@ -588,7 +588,8 @@ def test_every_role_parameter_is_covered():
     for table in (DEFINED, REFUSED, PROMISED_NAN):
         for label, names in table.items():
             assert label in labels, f"no case is called {label!r}"
-            assert not set(names) - set(TARGETS), f"{label}: declared for callables outside the table: {set(names) - set(TARGETS)}"
+            outside = set(names) - set(TARGETS)
+            assert not outside, f"{label}: declared for callables outside the table: {outside}"
     n_inputs = sum(_sweep_count(name, roles) for name, roles in TARGETS.items())
     print(f"degenerate-input table: {len(TARGETS)} callables, {len(CASES)} kinds of degenerate input, {n_inputs} calls "
           f"(with dtypes), {len(EXCEPTIONS)} callables excused, {sum(map(len, DEFINED.values()))} (callable, input) "

@@ -234,7 +234,8 @@ def test_cifar_tensors_normalise_as_torchvision(tmp_path):
     data.write_cifar_standin(tmp_path, train_per_class=2, test_per_class=1, cifar100_train_per_class=1,
                              cifar100_test_per_class=1)
     x, y = data.cifar_tensors("cifar10", tmp_path, train=True)
-    ds = data.load_cifar("cifar10", tmp_path, transform=T.Compose([T.ToTensor(), T.Normalize(data.CIFAR_MEAN, data.CIFAR_STD)]))
+    recipe = T.Compose([T.ToTensor(), T.Normalize(data.CIFAR_MEAN, data.CIFAR_STD)])
+    ds = data.load_cifar("cifar10", tmp_path, transform=recipe)
     ref = torch.stack([ds[i][0] for i in range(len(ds))])
     torch.testing.assert_close(x, ref, rtol=0, atol=1e-6)
     assert torch.equal(y, torch.tensor([ds[i][1] for i in range(len(ds))]))

@@ -322,7 +322,7 @@ def test_cosine_head_trains_under_fit_with_nc_metrics():
     assert np.isfinite(hist.final["nc1"]) and "nc3" in hist.final
 
 
-# ---------------------------------------------------------------------------------------------- kinds from public bug reports
+# ---------------------------------------------------------------------------------- kinds from public bug reports
 # Faults reported against neural-collapse measurement code, long-tail and contrastive repositories, each as a property
 # of every function it could hit here (the degenerate-input table in tests/test_degenerate.py holds the rest).
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64], ids=str)
@@ -355,7 +355,8 @@ def test_nc_metrics_stay_in_their_ranges():
     g = torch.Generator().manual_seed(4)
     for d, per_class in ((2, 3), (8, 1), (8, 5), (3, 40)):
         y = torch.arange(5).repeat_interleave(per_class)
-        h = torch.randn(len(y), d, generator=g, dtype=torch.float64) + 3 * torch.randn(5, d, generator=g, dtype=torch.float64)[y]
+        centres = 3 * torch.randn(5, d, generator=g, dtype=torch.float64)
+        h = torch.randn(len(y), d, generator=g, dtype=torch.float64) + centres[y]
         w = torch.randn(5, d, generator=g, dtype=torch.float64)
         values = metrics.neural_collapse(h, y, w)
         assert values["nc1"] >= 0.0

@@ -150,7 +150,8 @@ def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:
     keep = wv > 0
     s, lw = s[keep], np.log(wv[keep])
     # constant to the input's rounding (e.g. every point in one place): a correlation of rounding noise is no result
-    s_scale = 1.0 if similarity == "cosine" else max(float(np.abs(z).max(initial=0.0)) ** 2, float(np.abs(s).max(initial=0.0)))
+    s_scale = 1.0 if similarity == "cosine" else max(float(np.abs(z).max(initial=0.0)) ** 2,
+                                                      float(np.abs(s).max(initial=0.0)))
     if s.size < 2 or np.ptp(s) <= 16.0 * eps * s_scale or np.ptp(lw) <= 16.0 * np.finfo(np.float64).eps * max(
             1.0, float(np.abs(lw).max())):
         return float("nan")

@@ -19,7 +19,8 @@ from typing import Callable, Iterable, Iterator, Protocol, runtime_checkable
 
 import torch
 
-__all__ = ["EpochAware", "FeatureLoss", "check_finite", "check_feature_model", "check_sgd", "kept_mode", "keeps_mode", "run_steps"]
+__all__ = ["EpochAware", "FeatureLoss", "check_finite", "check_feature_model", "check_sgd", "kept_mode", "keeps_mode",
+           "run_steps"]
 
 
 @runtime_checkable

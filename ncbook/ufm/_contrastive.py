@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from .._status import SolverError, settle_status
-from .._validation import check_bool, check_counts, check_features, check_in, check_int, check_labels, check_positive, unit_rows
+from .._validation import (check_bool, check_counts, check_features, check_in, check_int, check_labels, check_positive,
+                           unit_rows)
 from ..contrastive import negative_multisets
 
 __all__ = ["ContrastiveUFMResult", "contrastive_ufm_risk", "fit_contrastive_ufm"]
