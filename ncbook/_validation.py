@@ -16,6 +16,7 @@ import torch
 __all__ = [
     "as_float64",
     "check_array",
+    "check_batch",
     "check_bool",
     "check_callable",
     "check_path",
@@ -34,6 +35,7 @@ __all__ = [
     "check_positive",
     "check_nonnegative",
     "check_probabilities",
+    "check_psd",
     "check_reduction",
     "check_same_length",
     "check_square",
@@ -41,6 +43,7 @@ __all__ = [
     "check_text",
     "reduce",
     "safe_eps",
+    "unit_rows",
 ]
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -259,6 +262,27 @@ def safe_eps(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny
 
 
+def unit_rows(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``x`` divided by its norm along ``dim``; a zero row stays 0, with a zero gradient.
+
+    The same values and gradients as ``F.normalize(x, dim=dim, eps=safe_eps(x.dtype))`` wherever the norm
+    is a normal number; at a zero row ``F.normalize`` returns 0 too, but its gradient is the upstream
+    gradient divided by the floor (about 1e308 in float64: one dead feature row would blow up an SGD step).
+    Numerical helper shared by every cosine of the package.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
+    >>> unit_rows(x).tolist()
+    [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+    >>> torch.autograd.grad(unit_rows(x).sum(), x)[0][1].tolist()
+    [0.0, 0.0]
+    """
+    norm = torch.linalg.vector_norm(x, dim=dim, keepdim=True)
+    zero = norm <= torch.finfo(x.dtype).tiny  # False for a NaN norm: NaN and infinity are carried, not zeroed
+    return torch.where(zero, torch.zeros_like(x), x / torch.where(zero, torch.ones_like(norm), norm))
+
+
 def check_reduction(reduction: str) -> str:
     """Check the ``reduction`` argument of a loss (``"none"``, ``"mean"`` or ``"sum"``)."""
     return check_in("reduction", reduction, REDUCTIONS)
@@ -399,6 +423,27 @@ def check_symmetric(name: str, x: Any, *, atol: float = 1e-8) -> Any:
     return x
 
 
+def check_psd(name: str, x: Any, *, rtol: float = 1e-6) -> np.ndarray:
+    """Check a symmetric matrix is positive semidefinite; return its eigenvalues (ascending, float64).
+
+    The smallest eigenvalue may fall below 0 by round-off: ``rtol`` times ``max(1, largest eigenvalue)``
+    (a solver's answer, or cosines computed in float32, pass; a matrix no set of vectors has does not).
+
+    Examples
+    --------
+    >>> check_psd("gram", np.array([[1.0, -0.9, -0.9], [-0.9, 1.0, -0.9], [-0.9, -0.9, 1.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: gram must be positive semidefinite (a Gram matrix of vectors); smallest eigenvalue -0.8.
+    """
+    a = _to_numpy(x).astype(np.float64)
+    vals = np.linalg.eigvalsh((a + a.T) / 2) if a.size else np.zeros(0)
+    if vals.size and vals[0] < -rtol * max(1.0, float(vals[-1])):
+        raise ValueError(f"{name} must be positive semidefinite (a Gram matrix of vectors); smallest eigenvalue "
+                         f"{vals[0]:.3g}.")
+    return vals
+
+
 def check_labels(labels: Any, num_classes: int | None = None, name: str = "labels", *,
                  n: int | None = None, rows_of: str | None = None) -> torch.Tensor:
     """Return integer labels as a 1-D ``int64`` tensor in ``[0, num_classes)``.
@@ -485,23 +530,41 @@ def check_features(features: Any, name: str = "features", *, n: int | None = Non
     return t
 
 
-def check_logits_labels(logits: Any, labels: Any, num_classes: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def check_logits_labels(logits: Any, labels: Any, num_classes: int | None = None, *,
+                        reduction: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Check a loss's inputs and return them as ``(logits, labels)``.
 
     ``logits``: a 2-D tensor ``(n, C)`` (integers promoted, see :func:`check_logits`);
     ``labels``: ``(n,)`` of any integer dtype in ``[0, C)``, returned as int64.
-    ``num_classes``, when given, must equal ``C``.
+    ``num_classes``, when given, must equal ``C``. With ``reduction="mean"`` an empty batch is
+    refused: its mean loss is 0/0 (``"sum"`` gives 0 and ``"none"`` the empty tensor, their values).
 
     Examples
     --------
     >>> z, y = check_logits_labels(torch.tensor([[0, 0]]), torch.tensor([0], dtype=torch.int32))
     >>> z.dtype, y.dtype
     (torch.float32, torch.int64)
+    >>> check_logits_labels(torch.zeros(0, 3), torch.zeros(0, dtype=torch.long), reduction="mean")
+    Traceback (most recent call last):
+    ...
+    ValueError: logits must hold at least one row: the mean loss of an empty batch is undefined (0/0); got shape (0, 3).
     """
     t = check_logits(logits, num_classes=num_classes)
     n, c = t.shape
     y = check_labels(labels, c, n=n)
+    check_batch("logits", t, reduction)
     return t, y
+
+
+def check_batch(name: str, x: Any, reduction: str | None = "mean") -> Any:
+    """Refuse an empty batch (no rows) when its mean is asked for (``reduction="mean"``); return ``x``.
+
+    The check reads the shape only, so it never waits for a device.
+    """
+    if reduction == "mean" and len(x) == 0:
+        raise ValueError(f"{name} must hold at least one row: the mean loss of an empty batch is undefined (0/0); "
+                         f"got shape {tuple(x.shape)}.")
+    return x
 
 
 def check_class_vector(name: str, x: Any, num_classes: int | None = None, *, positive: bool = False,

@@ -20,7 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validation import check_bool, check_callable, check_counts, check_in, check_int, check_labels, check_path, check_positive
+from ._validation import (_short, check_bool, check_callable, check_class_vector, check_counts, check_in, check_int,
+                          check_labels, check_path, check_positive)
 from .profiles import scale
 
 __all__ = [
@@ -73,7 +74,7 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
     n_max : int
         Samples of the largest class (5000 for CIFAR-10, 500 for CIFAR-100).
     num_classes : int
-        ``C >= 1`` (``>= 2`` for the kind to matter).
+        ``C >= 2`` (one class has no tail: neither profile is defined for it).
     imbalance_ratio : float
         ``R = n_max / n_min >= 1``.
     kind : {"exp", "step"}
@@ -89,7 +90,7 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
     Raises
     ------
     ValueError
-        If ``n_max < 1``, ``C < 1``, ``R < 1``, ``minority_fraction`` outside ``(0, 1)``,
+        If ``n_max < 1``, ``C < 2``, ``R < 1``, ``minority_fraction`` outside ``(0, 1)``,
         or a class would get zero samples.
 
     References
@@ -103,7 +104,7 @@ def long_tailed_counts(n_max: int, num_classes: int, imbalance_ratio: float, kin
     12406
     """
     n_max = check_int("n_max", n_max, 1)
-    num_classes = check_int("num_classes", num_classes, 1)
+    num_classes = check_int("num_classes", num_classes, 2, what="a long tail needs a head class and a tail class")
     check_positive("imbalance_ratio", imbalance_ratio)
     if imbalance_ratio < 1:
         raise ValueError(f"imbalance_ratio must be >= 1 (n_max / n_min); got {imbalance_ratio!r}.")
@@ -160,7 +161,7 @@ def make_imbalanced(labels, counts, seed: int = 0) -> torch.Tensor:
     for c, want in enumerate(counts):
         pool = np.flatnonzero(y == c)
         if pool.size < want:
-            raise ValueError(f"class {c} has {pool.size} samples but counts asks for {want}; lower counts[{c}].")
+            raise ValueError(f"labels hold {pool.size} samples of class {c} but counts asks for {want}; lower counts[{c}].")
         chosen.append(rng.choice(pool, size=int(want), replace=False))
     return torch.as_tensor(np.sort(np.concatenate(chosen)), dtype=torch.long)
 
@@ -462,7 +463,8 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
     Raises
     ------
     ValueError
-        For a data set without a gpu subset, or empty or negative ``labels``.
+        For a data set without a gpu subset, or ``labels`` that are empty, negative, of one class, or miss a
+        class below their largest.
     TypeError
         For ``labels`` that are not integers, or flags that are not booleans.
 
@@ -480,6 +482,10 @@ def gpu_subset_indices(labels, name: str = "cifar10", *, train: bool = True, bal
         raise ValueError("labels must hold the labels of a split (at least one); got an empty array.")
     c = int(y.max()) + 1
     sizes = np.bincount(y, minlength=c)
+    if c < 2 or not sizes.all():
+        raise ValueError(f"labels must hold every class of the split (at least 2, labelled 0..C-1); got classes "
+                         f"{_short(np.flatnonzero(sizes))} of [0, {c}): a subset drawn from them would silently lack "
+                         "the missing ones.")
     if not train:
         want = np.full(c, spec["test_per_class"])
     elif balanced:
@@ -558,31 +564,68 @@ def cifar_tensors(name: str, root: str | Path = "data", *, train: bool = True, d
     return (x - mean) / std, y
 
 
-def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, padding: int = 4) -> torch.Tensor:
-    """Random crop (zero padding ``padding``) and horizontal flip of a batch, on its own device.
+def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, padding: int = 4, *,
+                  mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
+    """Random crop (black padding of ``padding`` pixels) and horizontal flip of a normalised batch, on its device.
+
+    The long-tailed CIFAR recipe (Cao et al. 2019, and every repository built on it) runs torchvision's
+    ``RandomCrop(32, padding=4)`` and ``RandomHorizontalFlip()`` on the images and normalises afterwards,
+    so the border is black. ``x`` is already normalised here (:func:`cifar_tensors`), so the border is
+    black as normalised, ``(0 - mean) / std`` per channel; padding with zeros would give the mean colour.
+    Per image, the crop offsets (rows, then columns, each uniform in ``[0, 2 padding]``) and the flip
+    (probability 1/2) are independent draws.
 
     Parameters
     ----------
-    x : Tensor of shape (b, c, h, w)
+    x : Tensor of shape (b, c, h, w), floating point
+        Images normalised with ``mean`` and ``std``.
     generator : torch.Generator, optional
         On ``x``'s device; makes the augmentation reproducible.
+    padding : int
+        Pixels of black added on each side before the crop (``>= 0``).
+    mean, std : sequence of c floats
+        The per-channel normalisation ``x`` carries (CIFAR's by default); ``mean=(0,) * c, std=(1,) * c`` for
+        images in ``[0, 1]``.
 
     Returns
     -------
-    Tensor of the same shape.
+    Tensor of the same shape and dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``x`` is not a 4-D floating tensor, ``padding < 0``, or ``mean``/``std`` are not ``c`` finite
+        numbers (``std > 0``).
+
+    References
+    ----------
+    Cao et al., NeurIPS 2019, arXiv:1906.07413 (the CIFAR-LT training recipe); torchvision's ``RandomCrop``.
+
+    Examples
+    --------
+    >>> x = torch.zeros(1, 3, 4, 4)                       # a normalised image of the mean colour
+    >>> out = cifar_augment(x, torch.Generator().manual_seed(1), padding=4)
+    >>> round(float(out.min()), 4)                        # black border pixels (red channel), not 0
+    -1.9895
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor batch of shape (b, c, h, w); got {type(x).__name__}.")
     if x.ndim != 4:
         raise ValueError(f"x must have shape (b, c, h, w); got {tuple(x.shape)}.")
+    if not x.is_floating_point():
+        raise TypeError(f"x must hold normalised floating-point images; got dtype {x.dtype}.")
     padding = check_int("padding", padding, 0)
-    b, _, h, w = x.shape
-    padded = torch.nn.functional.pad(x, (padding,) * 4)
+    b, c, h, w = x.shape
+    m = check_class_vector("mean", mean, c, signed=True).to(device=x.device, dtype=x.dtype)
+    sd = check_class_vector("std", std, c, positive=True).to(device=x.device, dtype=x.dtype)
+    black = (0 - m) / sd  # Normalize of a black pixel, as torchvision computes it
+    padded = black.view(1, c, 1, 1).expand(b, c, h + 2 * padding, w + 2 * padding).clone()
+    padded[:, :, padding:padding + h, padding:padding + w] = x
     dx = torch.randint(0, 2 * padding + 1, (b,), device=x.device, generator=generator)
     dy = torch.randint(0, 2 * padding + 1, (b,), device=x.device, generator=generator)
     rows = (dy[:, None] + torch.arange(h, device=x.device)[None])  # (b, h)
     cols = (dx[:, None] + torch.arange(w, device=x.device)[None])  # (b, w)
-    out = padded[torch.arange(b, device=x.device)[:, None, None, None], torch.arange(x.shape[1], device=x.device)[None, :, None, None],
+    out = padded[torch.arange(b, device=x.device)[:, None, None, None], torch.arange(c, device=x.device)[None, :, None, None],
                  rows[:, None, :, None], cols[:, None, None, :]]
     flip = torch.rand(b, device=x.device, generator=generator) < 0.5
     return torch.where(flip[:, None, None, None], out.flip(3), out)
@@ -590,12 +633,18 @@ def cifar_augment(x: torch.Tensor, generator: torch.Generator | None = None, pad
 
 def make_loader(x: torch.Tensor, y: torch.Tensor, batch_size: int, *, shuffle: bool = True, seed: int = 0,
                 drop_last: bool = False) -> torch.utils.data.DataLoader:
-    """A ``DataLoader`` over tensors with a seeded generator (reproducible order)."""
+    """A ``DataLoader`` over tensors with a seeded generator (reproducible order).
+
+    Raises ``ValueError`` for ``drop_last=True`` with fewer samples than ``batch_size`` (no batch at all).
+    """
     batch_size = check_int("batch_size", batch_size, 1)
     shuffle, drop_last, seed = check_bool("shuffle", shuffle), check_bool("drop_last", drop_last), check_int("seed", seed, 0)
     if not isinstance(x, torch.Tensor) or x.ndim < 1:
         raise TypeError(f"x must be a torch.Tensor of shape (n, ...); got {type(x).__name__}.")
     y = check_labels(y, name="y", n=x.shape[0], rows_of="x")
+    if drop_last and x.shape[0] < batch_size:
+        raise ValueError(f"drop_last=True with {x.shape[0]} samples < batch_size = {batch_size} gives no batch at all "
+                         "(an epoch would train on nothing); lower batch_size or pass drop_last=False.")
     ds = torch.utils.data.TensorDataset(x, y)
     g = torch.Generator().manual_seed(seed)
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle, generator=g, drop_last=drop_last)

@@ -21,6 +21,9 @@ These are margin rules only. The losses that use them (``margin_cross_entropy``,
 ``representation_margin_loss``, ``MR2Loss``, ``ldam_loss``, ``FixedMarginLoss``) live in
 :mod:`ncbook.losses`; the cosine head in :mod:`ncbook.models`; the easy/medium/hard
 grouping in :mod:`ncbook.metrics`.
+
+Non-finite inputs: :func:`class_feature_statistics` runs on every batch of MR2 training and does not
+check for NaN or infinity: such a feature gives NaN statistics (and a NaN loss the trainers stop on).
 """
 
 from __future__ import annotations

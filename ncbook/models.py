@@ -4,6 +4,9 @@ Every model follows one protocol: ``model.features(x)`` returns the penultimate
 features ``(n, d)``; ``model.classifier`` is an ``nn.Linear(d, C, bias=False)`` whose
 weight is the ``(C, d)`` classifier ``W``; ``model(x)`` returns logits ``(n, C)``;
 ``model.forward_features(x)`` returns ``(logits, features)`` in one pass.
+
+Non-finite inputs: :func:`cosine_logits` runs in the forward pass and does not check for NaN or
+infinity: such a feature gives NaN logits (the trainers stop on the loss it makes).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._validation import check_bool, check_features, check_int, check_positive, safe_eps
+from ._validation import check_bool, check_features, check_int, check_positive, unit_rows
 
 __all__ = ["CosineClassifier", "FeatureClassifier", "MLP", "SmallCNN", "ResNetCIFAR", "cosine_logits", "resnet32"]
 
@@ -238,8 +241,7 @@ def cosine_logits(features: torch.Tensor, weight: torch.Tensor, *, scale: float 
     scale = check_positive("scale", scale)
     dtype = torch.promote_types(features.dtype, weight.dtype)
     features, weight = features.to(dtype), weight.to(device=features.device, dtype=dtype)
-    u = F.normalize(features, dim=1, eps=safe_eps(features.dtype))
-    return scale * u @ F.normalize(weight, dim=1, eps=safe_eps(weight.dtype)).T
+    return scale * unit_rows(features, dim=1) @ unit_rows(weight, dim=1).T
 
 
 class CosineClassifier(nn.Module):

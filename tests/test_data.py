@@ -42,7 +42,7 @@ def test_make_imbalanced_exact_counts_and_errors():
     np.testing.assert_array_equal(np.bincount(labels[idx.numpy()]), [20, 7, 3])
     assert len(set(idx.tolist())) == 30
     assert torch.equal(idx, data.make_imbalanced(labels, [20, 7, 3], seed=1))
-    with pytest.raises(ValueError, match=r"class 2 has 30 samples but counts asks for 31"):
+    with pytest.raises(ValueError, match=r"labels hold 30 samples of class 2 but counts asks for 31"):
         data.make_imbalanced(labels, [20, 7, 31])
     with pytest.raises(ValueError, match=r"class 1 is empty"):
         data.make_imbalanced(labels, [5, 0, 3])

@@ -320,3 +320,81 @@ def test_cosine_head_trains_under_fit_with_nc_metrics():
     x, y = torch.randn(24, 4, generator=g), torch.arange(24) % 3
     hist = train.fit(net, F.cross_entropy, (x, y), epochs=1, batch_size=8, progress=False)  # default nc_every=1
     assert np.isfinite(hist.final["nc1"]) and "nc3" in hist.final
+
+
+# ---------------------------------------------------------------------------------- kinds from public bug reports
+# Faults reported against neural-collapse measurement code, long-tail and contrastive repositories, each as a property
+# of every function it could hit here (the degenerate-input table in tests/test_degenerate.py holds the rest).
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("gamma", [0.0, 0.25, 0.5, 1.0, 2.0])
+def test_focal_loss_has_finite_gradients_at_saturated_logits(gamma, dtype):
+    """Focal loss with gamma < 1 went NaN in several repositories once p_t reached 1 ((1 - p_t)^gamma at 0, or a
+    cross-entropy rounded below 0)."""
+    z = torch.tensor([[60.0, 0.0, 0.0], [0.0, 0.0, 1e-3], [5.0, 5.0, 0.0], [-30.0, 30.0, 0.0]], dtype=dtype)
+    y = torch.tensor([0, 2, 0, 1])
+    for loss in (lambda v: losses.focal_loss(v, y, gamma=gamma), lambda v: losses.FocalLoss(gamma=gamma)(v, y)):
+        v = z.clone().requires_grad_(True)
+        out = loss(v)
+        (grad,) = torch.autograd.grad(out, v)
+        assert torch.isfinite(out) and float(out.detach()) >= 0 and torch.isfinite(grad).all()
+
+
+def test_supcon_anchor_without_a_positive_is_skipped_not_nan():
+    """SupCon implementations divided by an anchor's positive count: an anchor alone in its class gave NaN."""
+    h = _features()
+    y = torch.tensor([0, 0, 1, 1, 2, 0])  # class 2 has one sample: its anchor has no positive
+    per = losses.w_info_nce(h, losses.supcon_weights(y), temperature=0.5, reduction="none")
+    assert torch.isfinite(per).all() and float(per[4]) == 0.0
+    mean = losses.w_info_nce(h, losses.supcon_weights(y), temperature=0.5)
+    assert float(mean) == pytest.approx(float(per[torch.arange(6) != 4].mean()), rel=1e-12)
+
+
+def test_nc_metrics_stay_in_their_ranges():
+    """NC1 was reported negative (a trace with an unstable pseudo-inverse); the ranges hold on random and rank-deficient
+    features (d < C - 1), each class with one sample or many."""
+    g = torch.Generator().manual_seed(4)
+    for d, per_class in ((2, 3), (8, 1), (8, 5), (3, 40)):
+        y = torch.arange(5).repeat_interleave(per_class)
+        centres = 3 * torch.randn(5, d, generator=g, dtype=torch.float64)
+        h = torch.randn(len(y), d, generator=g, dtype=torch.float64) + centres[y]
+        w = torch.randn(5, d, generator=g, dtype=torch.float64)
+        values = metrics.neural_collapse(h, y, w)
+        assert values["nc1"] >= 0.0
+        assert 0.0 <= values["nc2_w"] <= math.sqrt(2) and 0.0 <= values["nc2_m"] <= math.sqrt(2)
+        assert 0.0 <= values["nc3"] <= 2.0 and 0.0 <= values["nc4"] <= 1.0
+
+
+def test_a_huge_label_gives_a_short_message():
+    """Labels such as raw ids (10**6) must not print a million absent classes."""
+    for call in (lambda: metrics.nc1(_features(), [0, 0, 0, 10**6, 10**6, 10**6]),
+                 lambda: metrics.class_means(_features(), [0, 0, 0, 10**6, 10**6, 10**6])):
+        with pytest.raises(ValueError, match=r"classes \[ *1 +2 +3 \.\.\.") as err:
+            call()
+        assert len(str(err.value)) < 300
+
+
+def test_weighted_ce_of_a_batch_of_zero_weight_is_nan_as_torch():
+    """Documented: only zero-weight classes in the batch give 0/0, as torch.nn.CrossEntropyLoss(weight=...)."""
+    z, y = _logits(), torch.zeros(N, dtype=torch.long)
+    ours = losses.weighted_cross_entropy(z, y, [0.0, 1.0, 1.0])
+    ref = torch.nn.CrossEntropyLoss(weight=torch.tensor([0.0, 1.0, 1.0], dtype=torch.float64))(z, y)
+    assert math.isnan(float(ours)) and math.isnan(float(ref))
+    assert "NaN" in losses.weighted_cross_entropy.__doc__
+
+
+def test_contrastive_sampler_on_non_contiguous_labels():
+    """Labels with gaps (ids 0 and 5): positives stay in the anchor's class and SCL negatives outside it."""
+    y = torch.tensor([0, 0, 5, 5, 5])
+    a, p, n = losses.contrastive_batch_indices(y, 200, 3, setting="scl", generator=torch.Generator().manual_seed(0))
+    assert torch.equal(y[a], y[p]) and (y[n] != y[a][:, None]).all()
+
+
+def test_r2_similarity_of_points_in_one_place_is_nan_not_noise():
+    """Every point at one place up to float32 rounding: the similarities are rounding noise, and their correlation
+    with the weights is no result (it was a number in [0, 1])."""
+    g = torch.Generator().manual_seed(0)
+    z = (torch.tensor([1.0, 2.0, 3.0, 4.0]) + 1e-7 * torch.randn(6, 4, generator=g)).float()
+    w = losses.soft_supcon_weights(LABELS, 0.2)
+    assert math.isnan(metrics.r2_similarity(z, w))
+    assert math.isnan(metrics.r2_similarity(z, w, similarity="euclidean"))
+    assert 0.0 <= metrics.r2_similarity(_features(), w) <= 1.0  # ordinary points: a number

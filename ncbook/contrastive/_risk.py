@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from .._validation import as_float64, check_in, check_positive, check_probabilities, check_symmetric
+from .._validation import as_float64, check_in, check_positive, check_probabilities, check_psd, check_symmetric
 from ._multisets import SETTINGS, _check_k, num_multiset_terms
 from ._objective import PSIS, make_risk
 
@@ -69,10 +69,13 @@ def _check_gram(gram, num_classes):
     a = as_float64(gram)
     if a.shape[0] != num_classes:
         raise ValueError(f"gram must be ({num_classes}, {num_classes}) to match class_probs; got {a.shape}.")
+    if not np.all(np.isfinite(a)):
+        raise ValueError("gram must be finite; it holds NaN or infinite values.")
     if not np.allclose(np.diag(a), 1.0, atol=1e-6):
         raise ValueError(
             f"gram must have a unit diagonal (class means on the unit sphere); got diagonal {np.diag(a)}."
         )
+    check_psd("gram", a)  # cosines of unit vectors: a matrix no set of class means has is refused, not scored
     return (a + a.T) / 2
 
 
@@ -102,8 +105,8 @@ def cl_risk(gram, class_probs, k, *, setting: str = "ucl", temperature: float = 
     Raises
     ------
     ValueError
-        Bad probabilities, ``k < 1``, a Gram matrix that is not symmetric with unit diagonal,
-        or a multiset sum too large to enumerate.
+        Bad probabilities, ``k < 1``, a Gram matrix that is not symmetric positive semidefinite with
+        unit diagonal (no class means have it), or a multiset sum too large to enumerate.
 
     References
     ----------

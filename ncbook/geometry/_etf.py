@@ -1,6 +1,10 @@
 """Simplex ETF and Gram-matrix utilities.
 
 Letters: ``C`` classes, ``d`` feature dimension, ``n`` rows.
+
+Non-finite inputs: :func:`gram` and :func:`cosine_matrix` do not check for NaN or infinity (they run
+on any device without waiting for it): such an entry gives NaN or infinite entries of the result.
+A zero row has cosine 0 with every row.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ import numpy as np
 import torch
 from scipy.spatial import procrustes
 
-from .._validation import _numeric, as_float64, check_array, check_int, check_matrix, check_positive
+from .._validation import _numeric, as_float64, check_array, check_int, check_matrix, check_positive, unit_rows
 
 __all__ = ["simplex_etf", "etf_gram", "gram", "cosine_matrix", "frobenius_distance", "procrustes_align", "procrustes_r2"]
 
@@ -148,8 +152,7 @@ def cosine_matrix(x, eps: float | None = None):
     eps = None if eps is None else check_positive("eps", eps)
     x = _promoted(x)
     if isinstance(x, torch.Tensor):
-        floor = torch.finfo(x.dtype).tiny if eps is None else eps
-        u = x / x.norm(dim=1, keepdim=True).clamp_min(floor)
+        u = unit_rows(x, dim=1) if eps is None else x / x.norm(dim=1, keepdim=True).clamp_min(eps)
     else:
         floor = np.finfo(x.dtype).tiny if eps is None else eps
         u = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), floor)
@@ -177,23 +180,26 @@ def frobenius_distance(a, b):
     >>> round(frobenius_distance(np.eye(2), 3 * np.eye(2)), 12)  # scale-free
     0.0
     """
+    return _frobenius_distance(a, b, "a", "b")
+
+
+def _frobenius_distance(a, b, a_name: str, b_name: str):
+    """:func:`frobenius_distance` with the caller's argument names in its messages."""
     if isinstance(a, torch.Tensor) and not a.is_complex():
         a = a if a.is_floating_point() else a.to(torch.get_default_dtype())
-        b = b if isinstance(b, torch.Tensor) and not b.is_complex() else torch.as_tensor(_numeric("b", b))
+        b = b if isinstance(b, torch.Tensor) and not b.is_complex() else torch.as_tensor(_numeric(b_name, b))
         b = b.to(device=a.device, dtype=a.dtype)
     else:
-        a, b = as_float64(a, "a"), as_float64(b, "b")
+        a, b = as_float64(a, a_name), as_float64(b, b_name)
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"a and b must have the same shape; got {tuple(a.shape)} and {tuple(b.shape)}.")
+        raise ValueError(f"{a_name} and {b_name} must have the same shape; got {tuple(a.shape)} and {tuple(b.shape)}.")
+    norms = (a.norm(), b.norm()) if isinstance(a, torch.Tensor) else (np.linalg.norm(a), np.linalg.norm(b))
+    for name, norm in zip((a_name, b_name), norms):
+        if float(norm) == 0:  # exactly zero only for a zero matrix: a direction is all the distance compares
+            raise ValueError(f"{name} must be a non-zero matrix (the distance compares directions; a zero matrix has none).")
     if isinstance(a, torch.Tensor):
-        na, nb = a.norm(), b.norm()
-        if na.item() == 0 or nb.item() == 0:
-            raise ValueError("a and b must be non-zero matrices.")
-        return (a / na - b / nb).norm()
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 or nb == 0:
-        raise ValueError("a and b must be non-zero matrices.")
-    return float(np.linalg.norm(a / na - b / nb))
+        return (a / norms[0] - b / norms[1]).norm()
+    return float(np.linalg.norm(a / norms[0] - b / norms[1]))
 
 
 def procrustes_align(x, y) -> tuple[np.ndarray, np.ndarray, float]:
@@ -237,6 +243,10 @@ def _procrustes(x, y, x_name, y_name):
     x, y = check_array(x_name, x, ndim=2, min_rows=2), check_array(y_name, y, ndim=2, min_rows=2)
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"{x_name} and {y_name} must have the same number of rows; got {x.shape} and {y.shape}.")
+    for name, v in ((x_name, x), (y_name, y)):
+        if np.linalg.norm(v - v.mean(0)) <= 4.0 * np.sqrt(v.size) * np.finfo(np.float64).eps * np.abs(v).max():
+            raise ValueError(f"{name} must hold at least 2 distinct points (rows): all its rows are equal, so it has no "
+                             "shape to align (e.g. all-zero features).")
     width = max(x.shape[1], y.shape[1])
     x = np.pad(x, ((0, 0), (0, width - x.shape[1])))
     y = np.pad(y, ((0, 0), (0, width - y.shape[1])))

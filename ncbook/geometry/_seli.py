@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_array, as_float64, check_counts, check_in, check_int, check_labels, check_matrix, check_positive
-from ._etf import etf_gram, frobenius_distance
+from ._etf import _frobenius_distance, etf_gram
 
 __all__ = [
     "SELIGeometry",
@@ -237,10 +237,10 @@ def seli_distances(classifiers, means, counts) -> dict:
     etf = etf_gram(c)
     gw, gm = w @ w.T, m @ m.T
     return {
-        "w_seli": frobenius_distance(gw, geo.classifier_gram),
-        "w_etf": frobenius_distance(gw, etf),
-        "m_seli": frobenius_distance(gm, geo.mean_gram),
-        "m_etf": frobenius_distance(gm, etf),
+        "w_seli": _frobenius_distance(gw, geo.classifier_gram, "classifiers", "the reference Gram"),
+        "w_etf": _frobenius_distance(gw, etf, "classifiers", "the reference Gram"),
+        "m_seli": _frobenius_distance(gm, geo.mean_gram, "means", "the reference Gram"),
+        "m_etf": _frobenius_distance(gm, etf, "means", "the reference Gram"),
     }
 
 

@@ -8,6 +8,10 @@ With similarities ``s_+ = <f(x), f(x+)>`` and ``s_j = <f(x), f(x_j^-)>`` and the
 ``psi``: InfoNCE ``psi(g) = log(1 + sum_j exp(g_j / tau))`` or the sum of exponentials
 ``psi(g) = sum_j exp(g_j / tau)``.
 
+Non-finite inputs: nothing here checks logits or features for NaN or infinity (the check would wait
+for the device on every step); a NaN or infinite input gives a NaN or infinite loss, and the trainers
+stop on it, naming the step. An empty batch is refused where its mean is asked for.
+
 References
 ----------
 van den Oord, Li, Vinyals, "Representation learning with contrastive predictive coding",
@@ -25,6 +29,7 @@ from torch import nn
 
 from .._validation import (
     _as_float_tensor,
+    check_batch,
     check_bool,
     check_in,
     check_int,
@@ -33,7 +38,7 @@ from .._validation import (
     check_positive,
     check_reduction,
     reduce,
-    safe_eps,
+    unit_rows,
 )
 
 __all__ = [
@@ -56,7 +61,7 @@ def _similarities(anchor, positive, negatives, normalize):
     dtype = torch.promote_types(torch.promote_types(anchor.dtype, positive.dtype), negatives.dtype)
     anchor, positive, negatives = anchor.to(dtype), positive.to(dtype), negatives.to(dtype)  # one precision: the widest
     if normalize:  # the floor follows the dtype: a zero row gives similarities 0, never 0/0
-        anchor, positive, negatives = (F.normalize(v, dim=-1, eps=safe_eps(v.dtype)) for v in (anchor, positive, negatives))
+        anchor, positive, negatives = (unit_rows(v) for v in (anchor, positive, negatives))
     s_pos = (anchor * positive).sum(-1)  # (n,)
     s_neg = torch.einsum("nd,nkd->nk", anchor, negatives)  # (n, k)
     return s_neg - s_pos[:, None]  # (n, k): g_j = s_j - s_+
@@ -106,7 +111,7 @@ def generalized_contrastive_loss(
     if not callable(psi):
         check_in("psi", psi, _PSIS)
     check_reduction(reduction)
-    z = _similarities(anchor, positive, negatives, check_bool("normalize", normalize)) / t
+    z = check_batch("anchor", _similarities(anchor, positive, negatives, check_bool("normalize", normalize)), reduction) / t
     if psi == "infonce":
         losses = torch.logsumexp(F.pad(z, (1, 0)), dim=-1)  # log(1 + sum exp) stably
     elif psi == "exp":

@@ -22,6 +22,10 @@ loss                        ``"mean"`` divides by
 :func:`ib_loss`             ``n`` (as the IB code); the inverse-reweighted CE of
                             :mod:`ncbook.reweighting` also divides by ``n``.
 ==========================  =====================================================
+
+Non-finite inputs: nothing here checks logits or features for NaN or infinity (the check would wait
+for the device on every step); a NaN or infinite input gives a NaN or infinite loss, and the trainers
+stop on it, naming the step. An empty batch is refused where its mean is asked for.
 """
 
 from __future__ import annotations
@@ -86,7 +90,9 @@ def weighted_cross_entropy(
         Class weights ``u_c >= 0``; all ones by default (plain CE).
     normalizer : {"weights", "batch"}, default "weights"
         Used by ``reduction="mean"`` only. ``"weights"`` reproduces
-        ``torch.nn.CrossEntropyLoss(weight=u)``.
+        ``torch.nn.CrossEntropyLoss(weight=u)``, NaN included: a batch whose samples all have weight 0
+        (only zero-weight classes present) has ``N_u = 0`` and a NaN mean (not checked: it would wait for
+        the device every step; the trainers stop on it).
     reduction : {"none", "mean", "sum"}
 
     Returns
@@ -106,7 +112,7 @@ def weighted_cross_entropy(
     >>> round(weighted_cross_entropy(z, y, [1.0, 3.0], normalizer="batch").item(), 4)  # (1 + 3) log 2 / 2
     1.3863
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction=reduction)
     c = logits.shape[1]
     check_in("normalizer", normalizer, ("weights", "batch"))
     check_reduction(reduction)
@@ -186,7 +192,7 @@ def focal_loss(
     >>> round(focal_loss(z, y, gamma=1.0).item(), 4)  # (1 - 1/2) log 2
     0.3466
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction=reduction)
     c = logits.shape[1]
     gamma = check_nonnegative("gamma", gamma)
     check_reduction(reduction)
@@ -262,7 +268,7 @@ def ldam_loss(
     >>> round(ldam_loss(torch.tensor([[0, 0]]), torch.tensor([0]), [0.5, 0.5], scale=1.0).item(), 4)  # integers promoted
     0.9741
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction=reduction)
     c = logits.shape[1]
     m = _as_class_vector("margins", margins, c).to(logits)
     s = check_positive("scale", scale)
@@ -385,7 +391,7 @@ def logit_adjusted_loss(
     >>> round(logit_adjusted_loss(z, y, [3, 1]).item(), 4)  # -log(3/4)
     0.2877
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction=reduction)
     check_reduction(reduction)
     adjusted = logits + check_nonnegative("tau", tau) * _log_prior(counts, logits)
     return reduce(F.cross_entropy(adjusted, labels, reduction="none"), reduction)
@@ -455,15 +461,18 @@ def ib_loss(
     >>> round(ib_loss(z, y, h, alpha=1.0, eps=1e-12).item(), 4)  # log 2 / (|(1/2, 1/2) - (1, 0)|_1 |h|_1)
     0.3466
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction=reduction)
     c = logits.shape[1]
     features = check_features(features, n=logits.shape[0])
     alpha = check_positive("alpha", alpha)
     eps = check_positive("eps", eps)
     check_reduction(reduction)
-    grad_norm = (F.softmax(logits, dim=1) - F.one_hot(labels, c).to(logits)).abs().sum(dim=1)  # (n,)
-    influence = grad_norm * features.abs().sum(dim=1)
-    values = F.cross_entropy(logits, labels, reduction="none") * (alpha / (influence + eps))
+    # alpha / eps is 1e6 at the defaults: in float16/bfloat16 the factor and its gradient are formed in float32
+    # (float32 and float64 inputs: unchanged), and only the loss is cast back
+    wide = torch.promote_types(logits.dtype, torch.float32)
+    grad_norm = (F.softmax(logits, dim=1) - F.one_hot(labels, c).to(logits)).to(wide).abs().sum(dim=1)  # (n,)
+    influence = grad_norm * features.to(wide).abs().sum(dim=1)
+    values = (F.cross_entropy(logits, labels, reduction="none").to(wide) * (alpha / (influence + eps))).to(logits.dtype)
     values = torch.where(torch.isfinite(influence), values, torch.full_like(values, float("nan")))  # inf features: NaN, not 0
     if weight is not None:
         values = values * _as_class_vector("weight", weight, c).to(logits)[labels]

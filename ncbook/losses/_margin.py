@@ -13,6 +13,10 @@ are ``(n, C)``, penultimate features ``h`` ``(n, d)``. The margin rules (MR2's `
 * :func:`representation_margin_loss` -- ``ln[1 + sum_{x+} exp(||h - h+||^2 - 2 sigma_bar^2)]``;
 * :class:`MR2Loss` -- their sum with per-class EMA statistics kept in ``state_dict()``;
 * :class:`FixedMarginLoss` -- fixed additive margins (the module form of :func:`ldam_loss`).
+
+Non-finite inputs: nothing here checks logits or features for NaN or infinity (the check would wait
+for the device on every step); a NaN or infinite input gives a NaN or infinite loss, and the trainers
+stop on it, naming the step. An empty batch is refused where its mean is asked for.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from .._validation import (
     check_positive,
     check_reduction,
     reduce,
-    safe_eps,
+    unit_rows,
 )
 from ..margins import _check_p, class_feature_statistics, mr2_margins
 from ._long_tail import ldam_loss
@@ -82,7 +86,7 @@ def margin_cross_entropy(logits: torch.Tensor, labels, margins, reduction: str =
     >>> round(margin_cross_entropy(z, [0], [0.8, 1.0, 1.2]).item(), 4)
     0.1004
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction=reduction)
     check_reduction(reduction)
     gamma = check_class_vector("margins", margins, logits.shape[1], positive=True)
     gamma = gamma.to(device=logits.device, dtype=logits.dtype)
@@ -340,9 +344,9 @@ class MR2Loss(nn.Module):
         return self.statistics()[1].mean()
 
     def forward(self, logits: torch.Tensor, labels, features: torch.Tensor) -> torch.Tensor:
-        logits, labels = check_logits_labels(logits, labels, self.num_classes)
+        logits, labels = check_logits_labels(logits, labels, self.num_classes, reduction="mean")
         features = check_features(features, n=logits.shape[0])
-        phi = F.normalize(features, dim=1, eps=safe_eps(features.dtype)) if self.normalize_features else features
+        phi = unit_rows(features, dim=1) if self.normalize_features else features
         self.update_statistics(phi, labels)
         if self.logit_margins:
             logit_loss = margin_cross_entropy(logits, labels, self.margins())

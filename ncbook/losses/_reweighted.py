@@ -9,6 +9,10 @@ The weight rules (:func:`~ncbook.reweighting.inverse_weights`,
 :func:`~ncbook.reweighting.macro_factors`, :func:`~ncbook.reweighting.prior_weights`) live in
 :mod:`ncbook.reweighting`; this module holds the loss and its Module.
 
+Non-finite inputs: nothing here checks logits or features for NaN or infinity (the check would wait
+for the device on every step); a NaN or infinite input gives a NaN or infinite loss, and the trainers
+stop on it, naming the step. An empty batch is refused where its mean is asked for.
+
 References
 ----------
 Wang et al. 2026, arXiv:2605.10047; official class ``IGRReweightCELoss``.
@@ -99,7 +103,7 @@ def inverse_reweighted_ce(
     >>> round(inverse_reweighted_ce(z, y).item(), 4)  # equal class losses: every weight is 1, plain CE
     0.6931
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction=reduction)
     n, c = logits.shape
     check_reduction(reduction)
     alpha = check_nonnegative("alpha", alpha)
@@ -117,12 +121,15 @@ def _irce(logits, labels, w0, alpha, beta, detach, clamp, eps, reduction):
     ce = F.cross_entropy(logits, labels, reduction="none")  # (n,)
     sums, n_c = _class_sums(ce.detach() if detach else ce, labels, c)
     present = n_c > 0
-    w = _inverse_weights(sums / n_c.clamp(min=1), present, w0, alpha, eps)
+    # the weights hold squared class losses: in float16/bfloat16 a loss of 300 squared overflows, so they are
+    # formed in float32 at least (float32 and float64 inputs: unchanged) and only the result is cast back
+    wide = torch.promote_types(logits.dtype, torch.float32)
+    w = _inverse_weights((sums / n_c.clamp(min=1)).to(wide), present, w0.to(wide), alpha, eps)
     if beta is not None:
-        w = w * beta
+        w = w * beta.to(wide)
     if clamp is not None:
         w = w.clamp(min=0.0, max=clamp)
-    return reduce(w[labels] * ce, reduction), present
+    return reduce(w.to(logits.dtype)[labels] * ce, reduction), present
 
 
 class InverseReweightedCE(nn.Module):
@@ -220,7 +227,7 @@ class InverseReweightedCE(nn.Module):
             self.macro_weight.copy_(macro_factors(self.batch_counts, self.gamma))
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        logits, labels = check_logits_labels(logits, labels, self.num_classes)
+        logits, labels = check_logits_labels(logits, labels, self.num_classes, reduction=self.reduction)
         if not self.active:
             return F.cross_entropy(logits, labels, reduction=self.reduction)
         loss, present = _irce(

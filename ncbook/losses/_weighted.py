@@ -24,6 +24,10 @@ with the entropy :math:`\mathbb H(\pi_i) = -\sum_j \pi_{ij} \log \pi_{ij}`, and 
 Anchors whose weights to every other point are zero have no target; they are skipped
 (their per-anchor loss is 0 under ``reduction="none"`` and they are left out of the mean).
 
+Non-finite inputs: nothing here checks logits or features for NaN or infinity (the check would wait
+for the device on every step); a NaN or infinite input gives a NaN or infinite loss, and the trainers
+stop on it, naming the step. An empty batch is refused where its mean is asked for.
+
 References
 ----------
 Vock, Duchesnay, Dufumier, "A Unified Geometric Framework for Weighted Contrastive
@@ -53,6 +57,7 @@ from .._validation import (
     check_reduction,
     check_square,
     safe_eps,
+    unit_rows,
 )
 
 __all__ = [
@@ -259,6 +264,14 @@ def _check_weights(weights, n: int, *, like: torch.Tensor) -> torch.Tensor:
     return w
 
 
+def _check_points(z) -> torch.Tensor:
+    """Embeddings ``(n, d)`` with ``n >= 2``: an anchor needs another point."""
+    z = check_features(z, "z")
+    if z.shape[0] < 2:
+        raise ValueError(f"z must hold at least 2 points (an anchor needs another point); got {z.shape[0]}.")
+    return z
+
+
 def _check_tau(temperature) -> float:
     return check_positive("temperature", temperature)
 
@@ -296,7 +309,7 @@ def latent_similarity(z: torch.Tensor, *, similarity: str = "cosine", temperatur
 def _similarity(z: torch.Tensor, similarity: str, tau: float) -> torch.Tensor:
     if similarity == "cosine":
         # floor from the dtype: a fixed 1e-12 is 0 in float16 and a zero row became 0/0
-        u = z / z.norm(dim=1, keepdim=True).clamp_min(safe_eps(z.dtype))
+        u = unit_rows(z, dim=1)
         return u @ u.T / tau
     z = z - z.mean(dim=0, keepdim=True)  # distances are translation invariant; centring avoids cancellation
     sq = (z * z).sum(dim=1)
@@ -319,6 +332,13 @@ def _anchor_targets(w: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, 
     valid = total[:, 0] > 0
     p = torch.where(total > 0, w / total.clamp_min(torch.finfo(w.dtype).tiny), torch.zeros_like(w))
     return p, valid
+
+
+def _check_some_target(name: str, valid: torch.Tensor) -> None:
+    """Refuse weights that give no anchor a target: a bound or a fit of them would read 0 (reached)."""
+    if not bool(valid.any()):
+        raise ValueError(f"{name} must give some anchor a positive weight off the diagonal; every row is zero there, "
+                         "so no anchor has a target and the bound is undefined (not 0).")
 
 
 def _reduce_valid(values: torch.Tensor, valid: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -382,10 +402,8 @@ def w_info_nce(
     >>> round(float(w_info_nce(z, w, temperature=1.0)), 6)  # equal similarities: log 2
     0.693147
     """
-    z = check_features(z, "z")
+    z = _check_points(z)
     n = z.shape[0]
-    if n < 2:
-        raise ValueError(f"z must hold at least 2 points (an anchor needs another point); got {n}.")
     check_in("similarity", similarity, SIMILARITIES)
     check_reduction(reduction)
     t = _check_tau(temperature)
@@ -413,7 +431,8 @@ def entropic_lower_bound(weights) -> float:
     Raises
     ------
     ValueError
-        If ``weights`` is not square, has fewer than 2 rows, or is negative / non-finite.
+        If ``weights`` is not square, has fewer than 2 rows, is negative / non-finite, or gives no anchor a
+        positive weight off the diagonal (no target: the bound is undefined, not 0).
 
     References
     ----------
@@ -432,6 +451,7 @@ def entropic_lower_bound(weights) -> float:
     w = _check_weights(w, n, like=w)
     mask = ~torch.eye(n, dtype=torch.bool)
     p, valid = _anchor_targets(w, mask)
+    _check_some_target("weights", valid)
     ent = -torch.where(p > 0, p * torch.log(p.clamp_min(1e-300)), torch.zeros_like(p)).sum(dim=1)
     return float(_reduce_valid(ent, valid, "mean"))
 
@@ -471,7 +491,7 @@ def column_normalized_w_info_nce(
     >>> round(float(column_normalized_w_info_nce(z, w, temperature=1.0)), 6)  # uniform weights: as w_info_nce
     0.693147
     """
-    z = check_features(z, "z")
+    z = _check_points(z)
     n = z.shape[0]
     check_in("similarity", similarity, SIMILARITIES)
     check_reduction(reduction)
@@ -538,7 +558,7 @@ def prototype_w_info_nce(
     Returns
     -------
     Scalar tensor. Classes whose anchors have no positive weight (e.g. a singleton class
-    under SupCon) are left out of the mean, as in :func:`w_info_nce`.
+    under SupCon) are left out of the mean, as in :func:`w_info_nce` (0 if no class has one).
 
     References
     ----------
@@ -579,6 +599,11 @@ def prototype_entropic_lower_bound(counts, class_weights) -> float:
     -------
     float (nats).
 
+    Raises
+    ------
+    ValueError
+        As :func:`prototype_w_info_nce` for its inputs, and when ``class_weights`` give no anchor a target.
+
     Examples
     --------
     >>> round(prototype_entropic_lower_bound([3, 3], torch.eye(2)), 6)  # as the sample-level SupCon bound
@@ -589,6 +614,7 @@ def prototype_entropic_lower_bound(counts, class_weights) -> float:
     _, m, mult, om = _check_prototype_inputs(dummy, cnt, class_weights)
     present = mult > 0
     p, valid = _anchor_targets(mult * om, present)  # float64 throughout
+    _check_some_target("class_weights", valid)
     # each of the m_cc' points of class c' carries p_cc' / m_cc'
     per_point = torch.where(present, p / mult.clamp_min(1), torch.zeros_like(p))
     ent = -torch.where(p > 0, p * torch.log(per_point.clamp_min(1e-300)), torch.zeros_like(p)).sum(dim=1)

@@ -79,8 +79,8 @@ def shot_accuracy(predictions, labels, train_counts, *, many: int = 100, few: in
 
     Returns
     -------
-    dict with float values ``overall`` (mean over classes), ``many``, ``medium``, ``few``
-    (NaN for an empty group).
+    dict with float values ``overall`` (mean over classes), ``many``, ``medium``, ``few``. A class absent
+    from ``labels`` has no accuracy and is left out of every mean; a group with no class present is NaN.
 
     Examples
     --------

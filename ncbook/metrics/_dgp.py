@@ -22,6 +22,7 @@ Learning", arXiv:2605.13943 (2026): the three metrics.
 from __future__ import annotations
 
 import numpy as np
+import torch
 from scipy.special import logsumexp
 
 from .._validation import as_float64, check_in, check_positive, check_square
@@ -74,7 +75,8 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) 
     Raises
     ------
     ValueError
-        On mismatched shapes, negative weights, ``temperature <= 0`` or an unknown ``similarity``.
+        On mismatched shapes, negative weights, weights with no positive entry off the diagonal,
+        ``temperature <= 0`` or an unknown ``similarity``.
 
     References
     ----------
@@ -101,7 +103,10 @@ def entropic_gap(z, weights, *, similarity: str = "cosine", temperature: float) 
     pos = p > 0
     terms = np.where(pos, p * (np.log(np.where(pos, p, 1.0)) - np.where(pos, log_q, 0.0)), 0.0)
     kl = terms.sum(axis=1)
-    return max(0.0, float(kl[valid].mean())) if valid.any() else 0.0  # clip round-off below 0
+    if not valid.any():
+        raise ValueError("weights must give some anchor a positive weight off the diagonal; every row is zero there, "
+                         "so no anchor has a target and the gap is undefined (not 0, the value of a reached bound).")
+    return max(0.0, float(kl[valid].mean()))  # clip round-off below 0
 
 
 def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:
@@ -121,7 +126,9 @@ def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:
     Returns
     -------
     float in ``[0, 1]``; 1 when ``S`` is an increasing or decreasing affine function of
-    ``log Omega`` (the optimum, ``s_ij = log omega_ij + a``, gives 1). ``nan`` when either side is constant.
+    ``log Omega`` (the optimum, ``s_ij = log omega_ij + a``, gives 1). ``nan`` when either side is constant
+    (to the rounding of the input: every point in one place, or all positive weights equal), where a
+    correlation would be one of rounding noise.
 
     References
     ----------
@@ -136,14 +143,29 @@ def r2_similarity(z, weights, *, similarity: str = "cosine") -> float:
     1.0
     """
     check_in("similarity", similarity, ("cosine", "euclidean"))
+    eps = _input_eps(z)
     z, w = _inputs(z, weights)
     iu = np.triu_indices(z.shape[0], k=1)
     s, wv = _similarity_np(z, similarity)[iu], w[iu]
     keep = wv > 0
     s, lw = s[keep], np.log(wv[keep])
-    if s.size < 2 or np.ptp(s) == 0 or np.ptp(lw) == 0:
+    # constant to the input's rounding (e.g. every point in one place): a correlation of rounding noise is no result
+    s_scale = 1.0 if similarity == "cosine" else max(float(np.abs(z).max(initial=0.0)) ** 2,
+                                                      float(np.abs(s).max(initial=0.0)))
+    if s.size < 2 or np.ptp(s) <= 16.0 * eps * s_scale or np.ptp(lw) <= 16.0 * np.finfo(np.float64).eps * max(
+            1.0, float(np.abs(lw).max())):
         return float("nan")
     return float(np.corrcoef(s, lw)[0, 1] ** 2)
+
+
+def _input_eps(x) -> float:
+    """The machine epsilon of the precision ``x`` arrived in (float64 for integers and lists)."""
+    dtype = getattr(x, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return float(torch.finfo(dtype).eps) if dtype.is_floating_point else float(np.finfo(np.float64).eps)
+    if dtype is not None and np.dtype(dtype).kind == "f":
+        return float(np.finfo(dtype).eps)
+    return float(np.finfo(np.float64).eps)
 
 
 def r2_procrustes(z, reference) -> float:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._validation import _numeric, check_class_vector, check_finite, check_in, check_int, check_labels, check_matrix
+from .._validation import _numeric, _short, check_class_vector, check_finite, check_in, check_int, check_labels, check_matrix
 
 __all__ = ["class_means", "nc1", "nc2", "nc3", "nc4", "neural_collapse", "NCAccumulator", "centered_means"]
 
@@ -35,6 +35,25 @@ def _f64(x: Any, name: str = "input") -> torch.Tensor:
     return torch.as_tensor(_numeric(name, x), dtype=torch.float64)
 
 
+def _eps(x: Any) -> float:
+    """The machine epsilon of the precision ``x`` arrived in (float64 for integers, lists and numpy)."""
+    dtype = x.dtype if isinstance(x, torch.Tensor) else getattr(x, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return torch.finfo(dtype).eps if dtype.is_floating_point else float(np.finfo(np.float64).eps)
+    if dtype is not None and np.dtype(dtype).kind == "f":
+        return float(np.finfo(dtype).eps)
+    return float(np.finfo(np.float64).eps)
+
+
+def _rounding_floor(scale: torch.Tensor, dim: int, eps: float) -> float:
+    """The squared length below which a difference of class means is rounding, not signal.
+
+    Each coordinate of a mean carries up to about ``eps * max|h|`` of rounding, so a difference of two
+    means that is within ``4 sqrt(d) eps max|h|`` of zero says nothing. ``scale`` is ``max|h|``.
+    """
+    return float(16.0 * dim * (eps * float(scale)) ** 2)
+
+
 def _features_labels(features, labels, num_classes):
     check_matrix("features", features)
     h = _f64(features, "features")
@@ -43,12 +62,33 @@ def _features_labels(features, labels, num_classes):
     y = check_labels(labels, num_classes).cpu()
     if y.numel() != h.shape[0]:
         raise ValueError(f"labels must have one entry per row of features; got {y.numel()} labels for {h.shape[0]} rows.")
+    if y.numel() == 0:
+        raise ValueError("features and labels must hold at least one sample; got an empty batch (0 rows).")
     c = int(y.max().item()) + 1 if num_classes is None else int(num_classes)
     counts = torch.bincount(y, minlength=c)
     if (counts == 0).any():
-        empty = torch.nonzero(counts == 0).flatten().tolist()
-        raise ValueError(f"every class needs at least one sample; classes {empty} have none. Pass features of all classes.")
+        empty = _short(torch.nonzero(counts == 0).flatten().numpy())  # a label of 10**6 must not print 10**6 classes
+        raise ValueError(f"labels must hold every class in [0, {c}): classes {empty} have none. "
+                         "Pass features of all classes, or relabel the present ones 0..C'-1.")
     return h, y, c, counts
+
+
+def _check_spread(centred: torch.Tensor, scale: torch.Tensor, eps: float, *, what: str = "features") -> None:
+    """Refuse class means with no between-class spread: one class, or means equal to the input's rounding.
+
+    NC1 and NC2 measure within-class variability and the shape of the means against their spread; with
+    none (coincident means, all-zero features) they are undefined, and a number (0.0 reads as perfect
+    collapse) would be wrong.
+    """
+    c, d = centred.shape
+    if c < 2:
+        raise ValueError(f"labels must hold at least 2 classes: the NC metrics compare classes; got C = {c}.")
+    spread = float((centred * centred).sum(1).mean())
+    if spread <= _rounding_floor(scale, d, eps):
+        raise ValueError(
+            f"{what} have no between-class spread: the class means coincide (to the rounding of the input"
+            f"{', and every feature is 0' if float(scale) == 0 else ''}), so NC1 and NC2 are undefined. "
+            "Check that the features come from the trained network and the labels belong to them.")
 
 
 def _class_means(h, y, c, counts):
@@ -95,6 +135,9 @@ def centered_means(features, labels, num_classes: int | None = None, *, global_m
     default: under imbalance the sample mean is pulled toward majority classes, and an
     exact ETF would look uncollapsed); ``"sample"`` subtracts the sample mean.
 
+    Raises ``ValueError`` as :func:`nc1` does for one class or class means with no spread between them:
+    their centred means are rounding noise, whose direction NC2 and NC3 would read as a geometry.
+
     Examples
     --------
     >>> centered_means(torch.tensor([[1.0, 0.0], [3.0, 0.0], [0.0, 2.0]]), [0, 0, 1]).tolist()
@@ -103,7 +146,9 @@ def centered_means(features, labels, num_classes: int | None = None, *, global_m
     check_in("global_mean", global_mean, GLOBAL_MEANS)
     h, y, c, counts = _features_labels(features, labels, num_classes)
     means = _class_means(h, y, c, counts)
-    return means - _global_mean(means, h, global_mean)
+    centred = means - _global_mean(means, h, global_mean)
+    _check_spread(centred, h.abs().max(), _eps(features))  # rounding noise would give NC2/NC3 a random direction
+    return centred
 
 
 def _within_cov(h, y, means, counts, within):
@@ -153,7 +198,9 @@ def nc1(features, labels, num_classes: int | None = None, *, global_mean: str = 
     Raises
     ------
     ValueError
-        On shape mismatch, NaN features, an empty class, or an unknown option.
+        On shape mismatch, NaN features, an empty batch or class, fewer than 2 classes, class means
+        with no spread between them (coincident means or all-zero features: NC1 is undefined, never
+        reported as 0), or an unknown option.
 
     References
     ----------
@@ -170,6 +217,7 @@ def nc1(features, labels, num_classes: int | None = None, *, global_mean: str = 
     h, y, c, counts = _features_labels(features, labels, num_classes)
     means = _class_means(h, y, c, counts)
     centred = means - _global_mean(means, h, global_mean)
+    _check_spread(centred, h.abs().max(), _eps(features))
     sigma_w = _within_cov(h, y, means, counts.double(), within)
     return _nc1_from(sigma_w, centred, c - 1)
 
@@ -277,6 +325,18 @@ def nc3(classifier, means, *, variant: str = "papyan") -> float:
     return float((p / p.norm() - _simplex_target(w.shape[0])).norm())
 
 
+def _check_distinct_means(mu: torch.Tensor, eps: float) -> None:
+    """Refuse means two of which coincide (to rounding): the nearest-class-mean rule would tie."""
+    if mu.shape[0] < 2:
+        return
+    gaps = torch.cdist(mu, mu).fill_diagonal_(float("inf")) ** 2
+    floor = _rounding_floor(mu.abs().max(), mu.shape[1], eps)
+    if float(gaps.min()) <= floor:
+        i, j = divmod(int(gaps.argmin()), mu.shape[0])
+        raise ValueError(f"means must be distinct points: rows {min(i, j)} and {max(i, j)} coincide (to the rounding of "
+                         "the input), so the nearest-class-mean rule ties and NC4 is undefined.")
+
+
 def nc4(features, predictions, means) -> float:
     """NC4, disagreement between the network and the nearest-class-mean rule.
 
@@ -294,8 +354,8 @@ def nc4(features, predictions, means) -> float:
     Raises
     ------
     ValueError
-        If ``means`` is not ``(C, d)`` with the features' ``d``, predictions do not match the
-        rows of ``features``, or an input holds NaN/inf.
+        If ``means`` is not ``(C, d)`` with the features' ``d``, two means coincide (the nearest mean
+        ties), predictions do not match the rows of ``features``, or an input holds NaN/inf.
     TypeError
         If 1-D predictions are not integer class indices.
 
@@ -319,6 +379,9 @@ def nc4(features, predictions, means) -> float:
                          f"got {tuple(mu.shape)}.")
     check_finite("features", h)
     check_finite("means", mu)
+    if h.shape[0] == 0:
+        raise ValueError("features must hold at least one row: NC4 is a fraction of samples; got an empty batch.")
+    _check_distinct_means(mu, _eps(means))
     pred = torch.as_tensor(_numeric("predictions", predictions)) if not isinstance(predictions, torch.Tensor) else predictions
     if pred.ndim == 2:
         if pred.shape[1] != mu.shape[0]:
@@ -355,7 +418,8 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
     ------
     ValueError
         If ``classifier`` is not ``(C, d)`` with the features' ``d``, shapes of features and
-        labels disagree, features hold NaN/inf, or a class has no sample.
+        labels disagree, features hold NaN/inf, a class has no sample, or the class means have
+        no spread between them (see :func:`nc1`).
 
     References
     ----------
@@ -380,6 +444,7 @@ def neural_collapse(features, labels, classifier, *, bias=None, num_classes: int
     h, y, c, counts = _features_labels(features, labels, c)
     means = _class_means(h, y, c, counts)
     centred = means - _global_mean(means, h, check_in("global_mean", global_mean, GLOBAL_MEANS))
+    _check_spread(centred, h.abs().max(), _eps(features))
     w = _f64(classifier, "classifier")
     check_finite("classifier", w)
     b = 0 if bias is None else check_class_vector("bias", bias, w.shape[0], signed=True).cpu()
@@ -429,12 +494,17 @@ class NCAccumulator:
         self.scatter = torch.zeros(self.num_classes if within == "class" else 1, self.dim, self.dim, dtype=torch.float64)
         self.mismatches = torch.zeros((), dtype=torch.float64)
         self.seen = torch.zeros((), dtype=torch.float64)
+        self.scale = torch.zeros((), dtype=torch.float64)  # max |h| seen, and the coarsest input precision:
+        self.eps = torch.zeros((), dtype=torch.float64)  # below them a difference of means is rounding
 
     def update_means(self, features, labels) -> None:
         """First pass: accumulate per-class sums and counts of a batch ``(b, d)``."""
         h, y = self._batch(features, labels)
         self.sums.index_add_(0, y, h)
         self.counts += torch.bincount(y, minlength=self.num_classes).double()
+        if h.numel():
+            self.scale = torch.maximum(self.scale, h.abs().max())
+        self.eps = torch.maximum(self.eps, torch.tensor(_eps(features), dtype=torch.float64))
 
     def _batch(self, features, labels):
         check_matrix("features", features, shape=(None, self.dim))
@@ -463,10 +533,15 @@ class NCAccumulator:
             self.seen += h.shape[0]
 
     def compute(self, classifier) -> dict:
-        """The metrics of :func:`neural_collapse` from the accumulated state."""
+        """The metrics of :func:`neural_collapse` from the accumulated state.
+
+        ``nc4`` is NaN when no batch came with logits. Raises ``ValueError`` as :func:`neural_collapse`
+        does for class means with no spread between them.
+        """
         mu = self.means()
         g = mu.mean(0) if self.global_mean == "class" else self.sums.sum(0) / self.counts.sum()
         centred = mu - g
+        _check_spread(centred, self.scale, float(self.eps) or _eps(None))
         if self.within == "sample":
             sigma_w = self.scatter[0] / self.counts.sum()
         else:
@@ -484,7 +559,7 @@ class NCAccumulator:
 
     def state_dict(self) -> dict:
         """Tensors only, so ``torch.load(weights_only=True)`` restores it."""
-        return {k: getattr(self, k).clone() for k in ("sums", "counts", "scatter", "mismatches", "seen")}
+        return {k: getattr(self, k).clone() for k in ("sums", "counts", "scatter", "mismatches", "seen", "scale", "eps")}
 
     def load_state_dict(self, state: dict) -> None:
         for k, v in state.items():

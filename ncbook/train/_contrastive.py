@@ -22,9 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_callable, check_in, check_int, check_labels, check_positive
+from .._validation import _short, check_callable, check_in, check_int, check_labels, check_positive
 from ..losses import contrastive_batch_indices, generalized_contrastive_loss
-from ._core import check_feature_model, check_finite, check_sgd, run_steps
+from ._core import _eval_mode, check_feature_model, check_finite, check_sgd, keeps_mode, run_steps
 
 __all__ = ["ContrastiveFit", "fit_contrastive", "class_mean_cosines"]
 
@@ -52,7 +52,19 @@ class ContrastiveFit:
     seconds: float
 
 
+def _check_every_class(y: torch.Tensor, name: str = "y") -> None:
+    """``y`` non-empty, with a sample of every class in ``[0, max(y)]``."""
+    if y.numel() == 0:
+        raise ValueError(f"{name} must hold at least one label; got an empty array.")
+    counts = torch.bincount(y)
+    if bool((counts == 0).any()):
+        raise ValueError(f"{name} must hold every class in [0, {len(counts)}): classes "
+                         f"{_short(torch.nonzero(counts == 0).flatten().numpy())} have none. Relabel the present classes "
+                         "0..C'-1.")
+
+
 @torch.no_grad()
+@keeps_mode
 def class_mean_cosines(model, x, y, *, batch_size: int = 1024):
     """Cosine matrix of class means of unit features, and the per-class spread ``1 - |mean|``.
 
@@ -64,23 +76,36 @@ def class_mean_cosines(model, x, y, *, batch_size: int = 1024):
 
     Returns
     -------
-    (ndarray (C, C), ndarray (C,))
+    (ndarray (C, C), ndarray (C,)), ``C = max(y) + 1``. The model's train/eval mode is restored.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is empty or a class in ``[0, C)`` has no sample (its mean, and every cosine with it,
+        would be undefined), or the mean of a class's unit features is 0 (no direction).
     """
     check_feature_model(model)
     if not isinstance(x, torch.Tensor) or x.ndim < 1:
         raise TypeError(f"x must be a torch.Tensor of inputs (n, ...); got {type(x).__name__}.")
     y = check_labels(y, name="y", n=len(x), rows_of="x")
+    _check_every_class(y)
     batch_size = check_int("batch_size", batch_size, 1)
-    model.eval()
-    dev = next(model.parameters()).device
-    feats = torch.cat([F.normalize(model.features(x[i:i + batch_size].to(dev)), dim=1).double().cpu()
-                       for i in range(0, len(x), batch_size)])
+    with _eval_mode(model):
+        dev = next(model.parameters()).device
+        feats = torch.cat([F.normalize(model.features(x[i:i + batch_size].to(dev)), dim=1).double().cpu()
+                           for i in range(0, len(x), batch_size)])
     means = torch.stack([feats[y == c].mean(0) for c in range(int(y.max()) + 1)])
     norms = means.norm(dim=1)
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    flat = norms <= 16.0 * torch.finfo(dtype).eps  # the mean of unit vectors is at most 1 long: this is rounding
+    if bool(flat.any()):
+        raise ValueError(f"the unit features of classes {_short(torch.nonzero(flat).flatten().numpy())} average to 0 "
+                         "(e.g. all-zero features): their mean has no direction, so its cosines are undefined.")
     unit = means / norms[:, None]
     return (unit @ unit.T).numpy(), (1.0 - norms).numpy()
 
 
+@keeps_mode
 def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperature: float = 1.0,
                     psi: str = "infonce",
                     steps: int = 3000, batch_size: int = 256, lr: float = 0.05, momentum: float = 0.9,
@@ -103,13 +128,15 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     steps, batch_size, lr, momentum, weight_decay
         Optimisation (``batch_size`` anchors per step).
     augment : callable, optional
-        ``augment(batch, generator)`` applied to the inputs of each step (e.g. CIFAR crops).
+        ``augment(batch, generator)`` applied to the inputs of each step (e.g. CIFAR crops). Every drawn anchor,
+        positive and negative gets its own view (the batch holds ``batch_size * (k + 2)`` views): a sample drawn
+        twice, e.g. an anchor drawn as its own positive, is two views, never one copy with similarity 1.
     seed : int
     device : torch.device, optional
 
     Returns
     -------
-    ContrastiveFit
+    ContrastiveFit (the model itself comes back trained, in the train/eval mode it was given in)
 
     Raises
     ------
@@ -120,6 +147,7 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     if not isinstance(x, torch.Tensor) or x.ndim < 1:
         raise TypeError(f"x must be a torch.Tensor of inputs (n, ...); got {type(x).__name__}.")
     y = check_labels(y, name="y", n=len(x), rows_of="x")
+    _check_every_class(y)
     check_in("setting", setting, ("ucl", "scl"))
     temperature = check_positive("temperature", temperature)
     k, batch_size = check_int("k (negatives per anchor)", k, 1), check_int("batch_size", batch_size, 1)
@@ -139,11 +167,11 @@ def fit_contrastive(model, x, y, *, k: int = 4, setting: str = "ucl", temperatur
     def loss_at(step):  # the sampler (anchors, positives, UCL/SCL negatives) and step function
         anc, pos, neg = contrastive_batch_indices(y, batch_size, k, setting=setting, generator=gen)
         idx = torch.cat([anc, pos, neg.ravel()])
-        rows, inverse = torch.unique(idx, return_inverse=True)  # forward each drawn sample once
-        batch = x_dev[rows.to(device)]
-        if augment is not None:
-            batch = augment(batch, None)
-        h = model.features(batch)[inverse.to(device)]
+        if augment is None:
+            rows, inverse = torch.unique(idx, return_inverse=True)  # forward each drawn sample once
+            h = model.features(x_dev[rows.to(device)])[inverse.to(device)]
+        else:  # every draw its own view: an anchor drawn as its own positive (or negative) is not its very copy
+            h = model.features(augment(x_dev[idx.to(device)], None))
         a, p, n = h[:batch_size], h[batch_size:2 * batch_size], h[2 * batch_size:].view(batch_size, k, -1)
         return generalized_contrastive_loss(a, p, n, temperature=temperature, psi=psi)
 

@@ -13,11 +13,14 @@ called with the penultimate features too) and :class:`EpochAware` (it is told ea
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol, runtime_checkable
+import contextlib
+import functools
+from typing import Callable, Iterable, Iterator, Protocol, runtime_checkable
 
 import torch
 
-__all__ = ["EpochAware", "FeatureLoss", "check_finite", "check_feature_model", "check_sgd", "run_steps"]
+__all__ = ["EpochAware", "FeatureLoss", "check_finite", "check_feature_model", "check_sgd", "kept_mode", "keeps_mode",
+           "run_steps"]
 
 
 @runtime_checkable
@@ -35,6 +38,45 @@ class FeatureLoss(Protocol):
     needs_features: bool
 
     def __call__(self, logits: torch.Tensor, labels: torch.Tensor, features: torch.Tensor) -> torch.Tensor: ...
+
+
+@contextlib.contextmanager
+def kept_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Give ``model`` back in the train/eval mode of every submodule it came in with.
+
+    A trainer switches the model to training mode and an evaluation to eval mode; the caller's next
+    steps must not find BatchNorm frozen (eval) or its statistics moving (train) because of that. Each
+    submodule's flag is restored, so a model with a frozen part keeps it frozen.
+    """
+    modes = [(m, m.training) for m in model.modules()]
+    try:
+        yield model
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
+def keeps_mode(fn: Callable) -> Callable:
+    """Decorate a public function whose first argument is ``model``: it returns the model in the modes it came in.
+
+    A value that is not a module is passed through untouched (the function's own check refuses it).
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        model = args[0] if args else kwargs.get("model")
+        if not isinstance(model, torch.nn.Module):
+            return fn(*args, **kwargs)
+        with kept_mode(model):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+@contextlib.contextmanager
+def _eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """``model`` in eval mode inside the block, in the modes it came in with after it."""
+    with kept_mode(model):
+        model.eval()
+        yield model
 
 
 def check_feature_model(model):

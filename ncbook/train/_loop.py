@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -37,7 +38,7 @@ from .._validation import (
 from ..metrics import neural_collapse, per_class_accuracy
 from ..profiles import default_device, native_bf16, show_progress
 from ._checkpoint import load_checkpoint, rng_state, save_checkpoint, seed_everything, set_rng_state
-from ._core import EpochAware, call_loss, run_steps
+from ._core import EpochAware, _eval_mode, call_loss, keeps_mode, run_steps
 from ._core import check_finite as check_finite_losses
 from ._distributed import is_main_process, rank, world_size
 from ._fingerprint import RunFingerprint, describe_callable, describe_value, tensor_digest
@@ -53,7 +54,8 @@ class History:
     """Per-epoch records of a run.
 
     ``history[key]`` is the list of that key over epochs; ``history.records`` the dicts;
-    ``history.final`` the last record.
+    ``history.final`` the last record. An epoch whose features have no NC metrics (their class means
+    coincide, e.g. a network whose features all died) records NaN for ``nc1`` ... ``nc4``, with a warning.
     """
 
     records: list = field(default_factory=list)
@@ -129,7 +131,8 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: 
     -------
     dict with ``logits`` (n, C), ``features`` (n, d), ``labels``, ``preds`` (all on CPU; float32,
     or float64 for a float64 model), ``acc`` (float), ``class_acc`` (list of C floats, NaN for
-    absent classes), ``class_loss`` (list of C mean cross-entropies, NaN for absent classes).
+    absent classes), ``class_loss`` (list of C mean cross-entropies, NaN for absent classes). The forward
+    passes run in eval mode; the model comes back in the modes it was given in, its BatchNorm statistics untouched.
 
     Raises
     ------
@@ -149,14 +152,12 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: 
 @torch.no_grad()
 def _evaluate(model, x, y, *, batch_size: int = 1024, device=None) -> dict:
     device = next(model.parameters()).device if device is None else torch.device(device)
-    was_training = model.training
-    model.eval()
     outs, feats = [], []
-    for i in range(0, x.shape[0], batch_size):
-        logits, h = model.forward_features(x[i: i + batch_size].to(device))
-        outs.append(_full_precision(logits).cpu())
-        feats.append(_full_precision(h).cpu())
-    model.train(was_training)
+    with _eval_mode(model):
+        for i in range(0, x.shape[0], batch_size):
+            logits, h = model.forward_features(x[i: i + batch_size].to(device))
+            outs.append(_full_precision(logits).cpu())
+            feats.append(_full_precision(h).cpu())
     logits, feats, y = torch.cat(outs), torch.cat(feats), y.cpu()
     c = logits.shape[1]
     if int(y.max()) >= c:
@@ -187,7 +188,12 @@ def _epoch_record(model, epoch, train, test, losses, seconds, nc_now):
     if nc_now:
         w = model.classifier.weight.detach()
         bias = None if model.classifier.bias is None else model.classifier.bias.detach()
-        rec.update(neural_collapse(ev["features"], ev["labels"], w, bias=bias))
+        try:
+            rec.update(neural_collapse(ev["features"], ev["labels"], w, bias=bias))
+        except ValueError as err:  # undefined at this epoch: NaN in the record, never a number that reads as one
+            warnings.warn(f"epoch {epoch}: the NC metrics are undefined ({err}); recorded as NaN.", RuntimeWarning,
+                          stacklevel=2)
+            rec.update(dict.fromkeys(("nc1", "nc2_w", "nc2_m", "nc3", "nc3_zhu", "nc4"), float("nan")))
     if test is not None:
         et = _evaluate(model, *test)
         rec["test_acc"], rec["class_acc"] = et["acc"], et["class_acc"]
@@ -351,6 +357,7 @@ def _check_same_on_every_rank(losses: torch.Tensor, loss_fn, epoch: int) -> None
 
 
 # ----------------------------------------------------------------------------- fit
+@keeps_mode
 def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch_size: int = 128, lr: float = 0.05,
         momentum: float = 0.9, weight_decay: float = 5e-4, optimizer: str = "sgd", schedule: str = "cosine",
         warmup_epochs: int = 0, milestones=(), gamma: float = 0.1, schedule_alpha: float = 1.0,
@@ -441,7 +448,9 @@ def fit(model: nn.Module, loss_fn: Callable, train: tuple, *, epochs: int, batch
     -------
     History with per-epoch ``epoch``, ``train_loss``, ``train_acc``, ``class_loss`` (train,
     per class), ``train_class_acc``, ``test_acc``, ``class_acc`` (test, per class),
-    ``seconds`` and, on NC epochs, ``nc1``, ``nc2_w``, ``nc2_m``, ``nc3``, ``nc3_zhu``, ``nc4``.
+    ``seconds`` and, on NC epochs, ``nc1``, ``nc2_w``, ``nc2_m``, ``nc3``, ``nc3_zhu``, ``nc4`` (NaN, with a
+    warning, on an epoch where they are undefined). The model comes back with every submodule in the
+    train/eval mode it was given in; the loss receives logits and features in the model's dtype.
 
     Raises
     ------

@@ -26,7 +26,7 @@ from .._validation import check_callable, check_in, check_int, check_positive
 from ..losses import w_info_nce
 from ..profiles import default_device
 from ._contrastive import CHECK_EVERY
-from ._core import check_feature_model, check_finite, check_sgd, run_steps
+from ._core import check_feature_model, check_finite, check_sgd, keeps_mode, run_steps
 
 __all__ = ["ContrastiveRun", "embed", "fit_weighted_contrastive"]
 
@@ -38,7 +38,7 @@ class ContrastiveRun:
     Attributes
     ----------
     model : nn.Module
-        The trained network (in eval mode, on the training device).
+        The trained network (on the training device, in the train/eval mode it was given in).
     losses : list of float
         Batch loss every ``log_every`` steps.
     steps : int
@@ -58,6 +58,7 @@ def _check_steps(steps, batch_size):
         raise ValueError(f"batch_size must be an integer >= 2 or None (full batch); got {batch_size!r}.")
 
 
+@keeps_mode
 def fit_weighted_contrastive(
     model: nn.Module,
     x: torch.Tensor,
@@ -89,7 +90,10 @@ def fit_weighted_contrastive(
     targets : Tensor of shape (n,) or (n, m)
         Class labels or continuous labels, passed batch by batch to ``weight_fn``.
     weight_fn : callable
-        ``weight_fn(batch_targets) -> (b, b)`` prior weights ``Omega`` of a batch of size ``b``.
+        ``weight_fn(batch_targets) -> (b, b)`` prior weights ``Omega`` of a batch of size ``b``. They reach
+        the loss in the dtype ``weight_fn`` returns (moved to ``device`` only): the loss forms its targets in
+        float64, so a kernel at a small bandwidth neither underflows to all-zero rows nor overflows to
+        infinity as it would through float32.
     similarity : {"cosine", "euclidean"}
     temperature : float
         The temperature ``tau > 0``.
@@ -142,7 +146,7 @@ def fit_weighted_contrastive(
         xb = x[idx]
         if augment is not None:
             xb = augment(xb, gen)
-        w = weight_fn(targets[idx]).to(device=device, dtype=torch.float32)
+        w = weight_fn(targets[idx]).to(device=device)
         return w_info_nce(model.features(xb.to(device)), w, similarity=similarity, temperature=temperature)
 
     all_losses = []
@@ -151,13 +155,16 @@ def fit_weighted_contrastive(
         check_finite(all_losses[-1], first_step=first, lr=lr)
     all_losses = torch.cat(all_losses)
     losses = [float(all_losses[s]) for s in range(steps) if s % log_every == 0 or s == steps - 1]
-    model.eval()
     return ContrastiveRun(model, losses, steps, time.perf_counter() - start)
 
 
 @torch.no_grad()
+@keeps_mode
 def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024, device=None) -> torch.Tensor:
-    """Features ``model.features(x)`` in eval mode, batch by batch, as a float64 CPU tensor ``(n, d)``."""
+    """Features ``model.features(x)`` in eval mode, batch by batch, as a float64 CPU tensor ``(n, d)``.
+
+    The model's train/eval mode is restored afterwards (the caller's next training steps still update BatchNorm).
+    """
     check_feature_model(model)
     batch_size = check_int("batch_size", batch_size, 1)
     device = torch.device(device) if device is not None else next(model.parameters()).device

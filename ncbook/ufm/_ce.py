@@ -47,6 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from .._validation import (
+    check_batch,
     check_class_vector,
     check_counts,
     check_features,
@@ -126,7 +127,7 @@ def log_mean_ce(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tenso
     >>> float(log_mean_ce(z, torch.tensor([0])))  # CE = e^{-800} underflows, its log does not
     -800.0
     """
-    logits, labels = check_logits_labels(logits, labels)
+    logits, labels = check_logits_labels(logits, labels, reduction="mean")
     if weights is not None:
         weights = check_class_vector("weights", weights, labels.shape[0]).to(dtype=logits.dtype, device=logits.device)
     return _log_mean_ce(logits, labels, weights)
@@ -221,7 +222,7 @@ def ufm_objective(W, H, labels, *, lam_w: float = 0.0, lam_h: float = 0.0, multi
     >>> round(float(ufm_objective(W, H, torch.tensor([0, 1]))), 4)  # zero features: CE = log 2
     0.6931
     """
-    W, H = check_features(W, "W"), check_features(H, "H")
+    W, H = check_features(W, "W"), check_batch("H", check_features(H, "H"))  # the mean CE of no sample is 0/0
     if W.shape[1] != H.shape[1] or W.shape[0] < 1:
         raise ValueError(f"W must have shape (C, d) with d = {H.shape[1]} (the width of H); got {tuple(W.shape)}.")
     dtype = torch.promote_types(W.dtype, H.dtype)

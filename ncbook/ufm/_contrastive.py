@@ -10,6 +10,9 @@ negatives (UCL: uniform over all samples; SCL: uniform over the other classes' s
 sum over negative tuples is reduced to multisets of samples, as in :mod:`ncbook.contrastive`.
 Its minimum is the convex program's: within-class collapse and the optimal Gram ``A*``.
 
+Non-finite inputs: :func:`contrastive_ufm_risk` is a training objective and does not check its
+features for NaN or infinity (that would wait for the device on every step): they give a NaN risk.
+
 References
 ----------
 Nguyen et al., arXiv:2605.11291 (2026); Mixon, Parshall, Pi, "Neural collapse with
@@ -26,7 +29,8 @@ import numpy as np
 import torch
 
 from .._status import SolverError, settle_status
-from .._validation import check_bool, check_counts, check_features, check_in, check_int, check_labels, check_positive
+from .._validation import (check_bool, check_counts, check_features, check_in, check_int, check_labels, check_positive,
+                           unit_rows)
 from ..contrastive import negative_multisets
 
 __all__ = ["ContrastiveUFMResult", "contrastive_ufm_risk", "fit_contrastive_ufm"]
@@ -84,7 +88,7 @@ def contrastive_ufm_risk(features, labels, k: int, *, setting: str = "ucl", temp
 
 
 def _risk(features, labels, k, setting, t, psi, normalize, tables):
-    h = torch.nn.functional.normalize(features, dim=1) if normalize else features
+    h = unit_rows(features, dim=1) if normalize else features  # a zero row stays 0, in float16 too
     n = h.shape[0]
     same = (labels[:, None] == labels[None, :]).to(h.dtype)
     pos_w = same / same.sum(1, keepdim=True)  # (n, n): positive p for anchor i
