@@ -1174,11 +1174,12 @@ def _split_glue(cells: list[Cell], ctx: Context | None = None) -> list[Cell]:
         if cell.kind != "markdown" or "\x00" not in cell.source:
             out.append(cell)
             continue
-        out.append(Cell("markdown", _slotted(cell.source, ctx), cell.metadata))
-        for para in _sentence_groups(_paragraphs(cell.source)):
-            if "\x00" in para:
-                out.append(Cell("code", para, {**copy.deepcopy(HIDDEN), "tags": ["hide-input"],
-                                               "ncbook": {"role": "glue", "names": _glue_names(para)}}))
+        for chunk in _chunks(_sentence_groups(_paragraphs(cell.source))):
+            out.append(Cell("markdown", _slotted("\n\n".join(chunk), ctx), cell.metadata))
+            for para in chunk:
+                if "\x00" in para:
+                    out.append(Cell("code", para, {**copy.deepcopy(HIDDEN), "tags": ["hide-input"],
+                                                   "ncbook": {"role": "glue", "names": _glue_names(para)}}))
     out = _after_their_values(out, ctx.moves if ctx is not None else None)
     merged: list[Cell] = []
     for cell in out:                   # consecutive glued paragraphs: one "Numbers from your run" cell
@@ -1191,6 +1192,22 @@ def _split_glue(cells: list[Cell], ctx: Context | None = None) -> list[Cell]:
         if cell.kind == "code" and cell.metadata.get("ncbook", {}).get("role") == "glue":
             cell.source = _show_cell_source(cell.source)
     return merged
+
+
+def _starts_a_part(para: str) -> bool:
+    """A heading or an exercise: the numbers of the text before it are shown before it."""
+    return bool(re.match(r"#{1,6}\s|>\s*\*\*Exercise\b", para.lstrip()))
+
+
+def _chunks(paras: list[str]) -> list[list[str]]:
+    """Paragraphs cut where a part (heading, exercise) starts after a glued paragraph: each chunk's
+    numbers follow it, before the next part."""
+    chunks: list[list[str]] = [[]]
+    for para in paras:
+        if chunks[-1] and _starts_a_part(para) and any("\x00" in p for p in chunks[-1]):
+            chunks.append([])
+        chunks[-1].append(para)
+    return chunks
 
 
 def _glues_literally(source: str, name: str) -> bool:
