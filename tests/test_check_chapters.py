@@ -189,7 +189,8 @@ def test_a_chapter_with_the_frame_passes(tmp_path):
     results = _results(_repo(tmp_path))
     assert all(r.ok for r in results.values()), [r for r in results.values() if not r.ok]
     assert {"frame: objectives", "recap", "where next", "exercises: kinds", "notation: temperature tau",
-            "glue order", "progress", "notebook text", "answers", "notebook: glue cells"} <= set(results)
+            "glue order", "progress", "notebook text", "answers", "notebook: glue cells",
+            "figures: width"} <= set(results)
 
 
 def test_an_intro_with_the_map_passes(tmp_path):
@@ -225,6 +226,7 @@ DEFECTS = [
         "print(x)", 'print(x)\nglue("a_quick", "about a minute")')),
     ("progress", lambda t: t.replace("print(x)", "fit(model, progress=False)")),
     ("progress", lambda t: t.replace("print(x)", "for i in tqdm(range(9), disable=True):\n    pass")),
+    ("figures: width", lambda t: t.replace("print(x)", "fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))")),
     ("notebook: glue cells", lambda t: t.replace("print(x)", "for s in 'ab':\n    r = s * 2\n    put(f'r_{s}', r)")),
     ("notebook: glue cells", lambda t: t.replace('glue("a_quick", "about a minute")\nx = 1',
                                                  'x = 1\nglue("a_quick", x)\nx = 2')),

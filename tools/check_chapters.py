@@ -31,6 +31,9 @@ Per chapter (a jupytext page of ``_toc.yml`` that has exercises):
     No ``progress=False`` (nor tqdm's ``disable=True``, nor ``NCBOOK_PROGRESS``) left in the code: long
     cells show progress in a notebook; the book build silences them with ``NCBOOK_PROGRESS=0``.
     ``tools/notebook_timing.py`` measures the cells that still run long without a bar.
+``figures: width``
+    No ``figsize`` wider than ``ncbook.plotting.MAX_FIGURE_WIDTH`` (12 in): the page shows a figure
+    up to that width with its smallest text at 9 px or more.
 ``notebook: glue cells``
     No ``glue``/``put`` call in a code cell the Colab notebook shows (the generator moves a computing
     cell's glue lines to a hidden cell when nothing can change; the rest must be a cell of their own).
@@ -172,6 +175,7 @@ _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _HTML_ONLY = re.compile(r"\b(?:this page|in this build|rocket|the HTML|where no kernel runs)\b", re.I)
 _CHECKOUT = re.compile(r"(?<![\w.:/-])(?:\.\./|benchmarks/|results/|tools/|\.ci/|_toc\.yml)")
 _URL = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+_FIGSIZE = re.compile(r"\bfigsize\s*=\s*\(\s*(\d+(?:\.\d*)?)")
 _GLUE_CALL = re.compile(r"^[^#\n]*\b(?:glue|put)\(", re.M)
 # progress turned off in a chapter's code: an argument, tqdm's own switch, or the environment variable
 _NO_PROGRESS = re.compile(r"\bprogress\s*=\s*(?:False|0)\b|\bdisable\s*=\s*True\b|NCBOOK_PROGRESS")
@@ -501,10 +505,29 @@ def check_notebook_glue(page: Page) -> list[Result]:
                    f"their own, tagged remove-cell), in cells starting {found}" if found else "")]
 
 
+def _max_figure_width(root: Path) -> float:
+    """``ncbook.plotting.MAX_FIGURE_WIDTH``, read from its source (the check imports nothing of the package)."""
+    source = root / "ncbook" / "plotting" / "_core.py"
+    if not source.exists():
+        source = ROOT / "ncbook" / "plotting" / "_core.py"
+    m = re.search(r"^MAX_FIGURE_WIDTH\s*=\s*([\d.]+)", source.read_text(), re.M)
+    return float(m.group(1)) if m else 12.0
+
+
+def check_figures(page: Page) -> list[Result]:
+    """Figures no wider than ``ncbook.plotting.MAX_FIGURE_WIDTH``: wider ones are scaled down on the page
+    until their tick labels are under 9 px."""
+    limit = _max_figure_width(page.root)
+    wide = sorted({float(m.group(1)) for c in page.code for m in _FIGSIZE.finditer(c) if float(m.group(1)) > limit})
+    return [Result(page.stem, "figures: width", not wide,
+                   f"figsize widths {wide} in over {limit:g} in (ncbook.plotting.MAX_FIGURE_WIDTH): fewer panels a "
+                   "row, or two rows" if wide else "")]
+
+
 def check_chapter(page: Page) -> list[Result]:
     out = []
     for check in (check_frame, check_recap, check_exercises, check_answers, check_notation, check_statements,
-                  check_glue_order, check_progress, check_notebook_text, check_notebook_glue):
+                  check_glue_order, check_progress, check_notebook_text, check_notebook_glue, check_figures):
         out += check(page)
     return out
 
