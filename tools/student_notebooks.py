@@ -9,13 +9,26 @@ From each jupytext chapter ``book/<stem>.md`` listed in ``_toc.yml`` this writes
   stubs whose functions raise ``NotImplementedError`` (so each exercise's check reports "not
   implemented yet" and Run-all reaches the end), solution text becomes an answer prompt.
 
+The notebooks read like Neuromatch's: the prose is Markdown a reader can read before running
+anything, the code shown is the chapter's science, and helper and bookkeeping code sits in titled,
+collapsed cells.
+
 Markdown cells carry no MyST-only markup: definitions, theorems and exercises become bold titles
-with blockquotes, numbered per chapter as in the HTML book (Exercise 2.3 in chapter 2);
-citations become "Author et al. (year)" with the chapter's references as a Markdown list;
-cross-references become text; ``literalinclude`` becomes the listing (read with Sphinx's own
-``LiteralIncludeReader``); labelled equations get ``\\tag{2.1}``. A paragraph quoting glued
-numbers (``{glue:text}``) becomes a small code cell calling :func:`ncbook.book.show`, whose output
-is the sentence with the numbers of the reader's own run.
+with blockquotes, numbered per chapter as in the HTML book (Exercise 2.3 in chapter 2); admonitions
+(``predict``, ``discuss``, ``sources`` boxes...) a quoted block under their bold title, and a dropdown
+(``:class: dropdown``, e.g. an exercise's hint) a folded ``<details>`` block, in the student notebook
+too; citations become "Author et al. (year)" with the chapter's references as a Markdown list;
+cross-references become text (``{ref}`` to a labelled heading, e.g. of the implementation notes: its
+title and page), ``{term}`` the term itself; ``literalinclude`` becomes the listing (read with
+Sphinx's own ``LiteralIncludeReader``) and ``listing`` (``book/_ext/ncbook_listing.py``) the object's
+public name, its docstring as Markdown and its code without the docstring, as the HTML page shows
+them; labelled equations get ``\\tag{2.1}``.
+
+Glued numbers (``{glue:text}``): the paragraph stays Markdown, each value a visible slot
+(``⟨overall accuracy⟩``, from the glue key's words or the chapter's ``# slot: <label>`` comment on the
+glue line), and a collapsed "Numbers from your run" cell after the paragraph's part (before the next
+heading or exercise) calls :func:`ncbook.book.show`, whose output is the paragraph with the run's
+numbers. A sentence never waits for the run; a number may.
 
 Markers a chapter uses for the notebooks (the HTML book ignores them or keeps its own reading):
 
@@ -25,26 +38,32 @@ Markers a chapter uses for the notebooks (the HTML book ignores them or keeps it
   the HTML page goes in ``{only} html``, its notebook wording in ``{only} notebook``; prose that
   gives an exercise's answer away goes in ``{only} not student``. No label (equation, theorem,
   exercise) inside an ``only`` block: numbers must agree between the book and the notebooks.
-* ``:class: answer-<exercise label>`` on a ``literalinclude`` (a listing that holds the answer of
-  that exercise) and the cell tag ``answer-<exercise label>`` on a code cell that holds it (the
-  cell may only define functions/classes, with imports): the student notebooks withhold them,
+* ``:class: answer-<exercise label>`` on a ``literalinclude`` or ``listing`` (a listing that holds the
+  answer of that exercise) and the cell tag ``answer-<exercise label>`` on a code cell that holds it
+  (the cell may only define functions/classes, with imports): the student notebooks withhold them,
   saying where the reference is and asking for the exercise first; the Colab notebook keeps them.
-* Bookkeeping: cells tagged ``remove-cell``, ``remove-input``, ``hide-input`` or ``hide-cell`` (but the
-  install cell, which stays visible) and cells made only of ``glue``/``put`` calls are hidden in
-  the notebooks as in the book (Colab's form view ``cellView: form`` and Jupyter's
-  ``jupyter.source_hidden``; in a cell whose output the book removes, a last bare expression is
-  silenced with ``;``); a cell made only of ``glue``/``put`` calls whose values no notebook sentence
-  quotes is dropped.
-* A paragraph quoting glued numbers becomes one hidden ``show`` cell at the paragraph's place (a
-  sentence that runs on through a display equation stays one unit); if a value is computed only by
-  a later cell the paragraph moves after it (:func:`forward_glues` lists
-  these, for ``tools/check_chapters.py``: a chapter should compute before it quotes).
+* Hidden cells: cells tagged ``remove-cell``, ``remove-input``, ``hide-input`` or ``hide-cell``, the
+  install cell, cells made only of ``glue``/``put`` calls and the claim cell
+  (``experiments.record_claims``) are collapsed in the notebooks (Colab's form view ``cellView: form``
+  and Jupyter's ``jupyter.source_hidden``) under a title that says what the cell does: the chapter's
+  own first line ``# @title <what it does>``, else its first comment line, else what it defines or
+  draws (:func:`cell_title`). In a cell whose output the book removes, a last bare expression is
+  silenced with ``;``; a cell made only of ``glue``/``put`` calls whose values no notebook sentence
+  quotes is dropped; the claim cell records into a scratch folder (``NCBOOK_RESULTS`` chooses another).
+* Glue lines inside a cell that computes or plots move to a collapsed "Numbers for the text" cell
+  after it when nothing can change (:func:`split_glue_lines`); the others stay, and
+  ``tools/check_chapters.py`` flags them. A show cell whose value is computed only by a later cell
+  goes after that cell (:func:`forward_glues` lists these: a chapter should compute before it quotes).
+
+:func:`reader_counts` measures what a reader meets (visible code lines, visible bookkeeping cells by
+:data:`BOOKKEEPING_PATTERNS`, prose hidden until the run); ``--counts`` prints it per chapter.
 
 Cells of the student notebook that belong to an exercise carry the metadata
 ``{"ncbook": {"exercise": "<label>", "role": "stub" | "check" | "answer"}}``; in the Colab notebook
 the solution code cells carry ``"role": "solution"`` and the checks ``"check"``. Hidden
-bookkeeping cells carry ``"role": "setup"``, glued paragraphs ``"role": "glue"`` and withheld answer
-cells of the student notebook ``{"role": "withheld", "answers": "<label>"}``.
+bookkeeping cells carry ``"role": "setup"`` (``"install"`` for the install cell, ``"claims"`` for the
+claim cell), glued paragraphs ``"role": "glue"`` and withheld answer cells of the student notebook
+``{"role": "withheld", "answers": "<label>"}``.
 
 Why our own converter: sphinx-tojupyter (the Sphinx builder QuantEcon uses) needs a full Sphinx
 build, fills glued numbers with the build's values rather than the reader's, loses the cells that
@@ -55,9 +74,11 @@ well-kept libraries for the parts that have one: jupytext (reading), Sphinx's
 
 Public API (also used by the assignment tools and the chapter checklist): :func:`colab_notebook`,
 :func:`student_notebook` (``md_path -> nbformat.NotebookNode``), :func:`forward_glues`,
-:func:`answer_markers`. The output is deterministic, so CI regenerates and compares::
+:func:`answer_markers`, :func:`reader_counts`, :func:`is_hidden`. The output is deterministic, so CI
+regenerates and compares::
 
     python3 tools/student_notebooks.py            # (re)write book/<stem>.ipynb and student/<stem>.ipynb
+    python3 tools/student_notebooks.py --counts   # visible code lines and bookkeeping cells per chapter
     python3 tools/student_notebooks.py --check    # exit 1 if a file is stale, missing or orphaned
 """
 
