@@ -28,8 +28,15 @@ Per chapter (a jupytext page of ``_toc.yml`` that has exercises):
 ``glue order``
     No paragraph quotes a glued number computed only by a later cell (the notebooks would move it).
 ``progress``
-    No ``progress=False`` left in the code (long cells show progress in a notebook; the book build
-    silences them with ``NCBOOK_PROGRESS=0``).
+    No ``progress=False`` (nor tqdm's ``disable=True``, nor ``NCBOOK_PROGRESS``) left in the code: long
+    cells show progress in a notebook; the book build silences them with ``NCBOOK_PROGRESS=0``.
+    ``tools/notebook_timing.py`` measures the cells that still run long without a bar.
+``figures: width``
+    No ``figsize`` wider than ``ncbook.plotting.MAX_FIGURE_WIDTH`` (12 in): the page shows a figure
+    up to that width with its smallest text at 9 px or more.
+``notebook: glue cells``
+    No ``glue``/``put`` call in a code cell the Colab notebook shows (the generator moves a computing
+    cell's glue lines to a hidden cell when nothing can change; the rest must be a cell of their own).
 ``notebook text``
     The generated Colab notebook has no text for the HTML page (``this page``, ``in this build``,
     the rocket button) and no path of the checkout.
@@ -168,6 +175,10 @@ _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _HTML_ONLY = re.compile(r"\b(?:this page|in this build|rocket|the HTML|where no kernel runs)\b", re.I)
 _CHECKOUT = re.compile(r"(?<![\w.:/-])(?:\.\./|benchmarks/|results/|tools/|\.ci/|_toc\.yml)")
 _URL = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+_FIGSIZE = re.compile(r"\bfigsize\s*=\s*\(\s*(\d+(?:\.\d*)?)")
+_GLUE_CALL = re.compile(r"^[^#\n]*\b(?:glue|put)\(", re.M)
+# progress turned off in a chapter's code: an argument, tqdm's own switch, or the environment variable
+_NO_PROGRESS = re.compile(r"\bprogress\s*=\s*(?:False|0)\b|\bdisable\s*=\s*True\b|NCBOOK_PROGRESS")
 
 
 @dataclass
@@ -386,7 +397,7 @@ def check_answers(page: Page) -> list[Result]:
     unmarked = []
     for source in page.markdown:
         for dname, arg, options in gen._walk_directives(source):
-            if dname != "literalinclude" or "pyobject" not in options:
+            if dname not in gen.LISTINGS or "pyobject" not in options:
                 continue
             obj = options["pyobject"].split(".")[-1].lstrip("_")
             marked = set(gen._answer_labels(options.get("class", "").split()))
@@ -456,8 +467,12 @@ def check_glue_order(page: Page) -> list[Result]:
 
 
 def check_progress(page: Page) -> list[Result]:
-    hits = [c.split("\n")[0][:50] for c in page.code if re.search(r"\bprogress\s*=\s*False", c)]
-    return [Result(page.stem, "progress", not hits, f"progress=False in cells starting {hits}" if hits else "")]
+    """No cell turns progress off: long calls (``ncbook.experiments``, ``train.fit``, ``run_parallel``,
+    solvers over grids) show a bar in a notebook; the book build silences them all with
+    ``NCBOOK_PROGRESS=0``. ``tools/notebook_timing.py`` measures which cells run long without one."""
+    hits = [c.split("\n")[0][:50] for c in page.code if _NO_PROGRESS.search(c)]
+    return [Result(page.stem, "progress", not hits, f"progress turned off (progress=False, tqdm disable=True or "
+                   f"NCBOOK_PROGRESS) in cells starting {hits}" if hits else "")]
 
 
 def check_notebook_text(page: Page) -> list[Result]:
@@ -477,10 +492,42 @@ def check_notebook_text(page: Page) -> list[Result]:
                    f"text for the HTML page or the checkout in the notebook: {sorted(set(found))}" if found else "")]
 
 
+def check_notebook_glue(page: Page) -> list[Result]:
+    """No ``glue``/``put`` call in a code cell the Colab notebook shows: the generator moves the glue lines
+    of a computing cell to a hidden cell of their own; those it cannot move (inside a loop that computes,
+    reading a name the rest of the cell changes later, a timer) must go to a cell of their own."""
+    gen = _generator()
+    nb = gen.colab_notebook(page.path, root=page.root)
+    found = [cell.source.strip().split("\n")[0][:50] for cell in nb.cells
+             if cell.cell_type == "code" and not gen.is_hidden(cell) and _GLUE_CALL.search(cell.source)]
+    return [Result(page.stem, "notebook: glue cells", not found,
+                   "glue/put lines the notebook cannot move out of a computing cell (put them in a cell of "
+                   f"their own, tagged remove-cell), in cells starting {found}" if found else "")]
+
+
+def _max_figure_width(root: Path) -> float:
+    """``ncbook.plotting.MAX_FIGURE_WIDTH``, read from its source (the check imports nothing of the package)."""
+    source = root / "ncbook" / "plotting" / "_core.py"
+    if not source.exists():
+        source = ROOT / "ncbook" / "plotting" / "_core.py"
+    m = re.search(r"^MAX_FIGURE_WIDTH\s*=\s*([\d.]+)", source.read_text(), re.M)
+    return float(m.group(1)) if m else 12.0
+
+
+def check_figures(page: Page) -> list[Result]:
+    """Figures no wider than ``ncbook.plotting.MAX_FIGURE_WIDTH``: wider ones are scaled down on the page
+    until their tick labels are under 9 px."""
+    limit = _max_figure_width(page.root)
+    wide = sorted({float(m.group(1)) for c in page.code for m in _FIGSIZE.finditer(c) if float(m.group(1)) > limit})
+    return [Result(page.stem, "figures: width", not wide,
+                   f"figsize widths {wide} in over {limit:g} in (ncbook.plotting.MAX_FIGURE_WIDTH): fewer panels a "
+                   "row, or two rows" if wide else "")]
+
+
 def check_chapter(page: Page) -> list[Result]:
     out = []
     for check in (check_frame, check_recap, check_exercises, check_answers, check_notation, check_statements,
-                  check_glue_order, check_progress, check_notebook_text):
+                  check_glue_order, check_progress, check_notebook_text, check_notebook_glue, check_figures):
         out += check(page)
     return out
 

@@ -9,13 +9,26 @@ From each jupytext chapter ``book/<stem>.md`` listed in ``_toc.yml`` this writes
   stubs whose functions raise ``NotImplementedError`` (so each exercise's check reports "not
   implemented yet" and Run-all reaches the end), solution text becomes an answer prompt.
 
+The notebooks read like Neuromatch's: the prose is Markdown a reader can read before running
+anything, the code shown is the chapter's science, and helper and bookkeeping code sits in titled,
+collapsed cells.
+
 Markdown cells carry no MyST-only markup: definitions, theorems and exercises become bold titles
-with blockquotes, numbered per chapter as in the HTML book (Exercise 2.3 in chapter 2);
-citations become "Author et al. (year)" with the chapter's references as a Markdown list;
-cross-references become text; ``literalinclude`` becomes the listing (read with Sphinx's own
-``LiteralIncludeReader``); labelled equations get ``\\tag{2.1}``. A paragraph quoting glued
-numbers (``{glue:text}``) becomes a small code cell calling :func:`ncbook.book.show`, whose output
-is the sentence with the numbers of the reader's own run.
+with blockquotes, numbered per chapter as in the HTML book (Exercise 2.3 in chapter 2); admonitions
+(``predict``, ``discuss``, ``sources`` boxes...) a quoted block under their bold title, and a dropdown
+(``:class: dropdown``, e.g. an exercise's hint) a folded ``<details>`` block, in the student notebook
+too; citations become "Author et al. (year)" with the chapter's references as a Markdown list;
+cross-references become text (``{ref}`` to a labelled heading, e.g. of the implementation notes: its
+title and page), ``{term}`` the term itself; ``literalinclude`` becomes the listing (read with
+Sphinx's own ``LiteralIncludeReader``) and ``listing`` (``book/_ext/ncbook_listing.py``) the object's
+public name, its docstring as Markdown and its code without the docstring, as the HTML page shows
+them; labelled equations get ``\\tag{2.1}``.
+
+Glued numbers (``{glue:text}``): the paragraph stays Markdown, each value a visible slot
+(``⟨overall accuracy⟩``, from the glue key's words or the chapter's ``# slot: <label>`` comment on the
+glue line), and a collapsed "Numbers from your run" cell after the paragraph's part (before the next
+heading or exercise) calls :func:`ncbook.book.show`, whose output is the paragraph with the run's
+numbers. A sentence never waits for the run; a number may.
 
 Markers a chapter uses for the notebooks (the HTML book ignores them or keeps its own reading):
 
@@ -25,26 +38,32 @@ Markers a chapter uses for the notebooks (the HTML book ignores them or keeps it
   the HTML page goes in ``{only} html``, its notebook wording in ``{only} notebook``; prose that
   gives an exercise's answer away goes in ``{only} not student``. No label (equation, theorem,
   exercise) inside an ``only`` block: numbers must agree between the book and the notebooks.
-* ``:class: answer-<exercise label>`` on a ``literalinclude`` (a listing that holds the answer of
-  that exercise) and the cell tag ``answer-<exercise label>`` on a code cell that holds it (the
-  cell may only define functions/classes, with imports): the student notebooks withhold them,
+* ``:class: answer-<exercise label>`` on a ``literalinclude`` or ``listing`` (a listing that holds the
+  answer of that exercise) and the cell tag ``answer-<exercise label>`` on a code cell that holds it
+  (the cell may only define functions/classes, with imports): the student notebooks withhold them,
   saying where the reference is and asking for the exercise first; the Colab notebook keeps them.
-* Bookkeeping: cells tagged ``remove-cell``, ``remove-input``, ``hide-input`` or ``hide-cell`` (but the
-  install cell, which stays visible) and cells made only of ``glue``/``put`` calls are hidden in
-  the notebooks as in the book (Colab's form view ``cellView: form`` and Jupyter's
-  ``jupyter.source_hidden``; in a cell whose output the book removes, a last bare expression is
-  silenced with ``;``); a cell made only of ``glue``/``put`` calls whose values no notebook sentence
-  quotes is dropped.
-* A paragraph quoting glued numbers becomes one hidden ``show`` cell at the paragraph's place (a
-  sentence that runs on through a display equation stays one unit); if a value is computed only by
-  a later cell the paragraph moves after it (:func:`forward_glues` lists
-  these, for ``tools/check_chapters.py``: a chapter should compute before it quotes).
+* Hidden cells: cells tagged ``remove-cell``, ``remove-input``, ``hide-input`` or ``hide-cell``, the
+  install cell, cells made only of ``glue``/``put`` calls and the claim cell
+  (``experiments.record_claims``) are collapsed in the notebooks (Colab's form view ``cellView: form``
+  and Jupyter's ``jupyter.source_hidden``) under a title that says what the cell does: the chapter's
+  own first line ``# @title <what it does>``, else its first comment line, else what it defines or
+  draws (:func:`cell_title`). In a cell whose output the book removes, a last bare expression is
+  silenced with ``;``; a cell made only of ``glue``/``put`` calls whose values no notebook sentence
+  quotes is dropped; the claim cell records into a scratch folder (``NCBOOK_RESULTS`` chooses another).
+* Glue lines inside a cell that computes or plots move to a collapsed "Numbers for the text" cell
+  after it when nothing can change (:func:`split_glue_lines`); the others stay, and
+  ``tools/check_chapters.py`` flags them. A show cell whose value is computed only by a later cell
+  goes after that cell (:func:`forward_glues` lists these: a chapter should compute before it quotes).
+
+:func:`reader_counts` measures what a reader meets (visible code lines, visible bookkeeping cells by
+:data:`BOOKKEEPING_PATTERNS`, prose hidden until the run); ``--counts`` prints it per chapter.
 
 Cells of the student notebook that belong to an exercise carry the metadata
 ``{"ncbook": {"exercise": "<label>", "role": "stub" | "check" | "answer"}}``; in the Colab notebook
 the solution code cells carry ``"role": "solution"`` and the checks ``"check"``. Hidden
-bookkeeping cells carry ``"role": "setup"``, glued paragraphs ``"role": "glue"`` and withheld answer
-cells of the student notebook ``{"role": "withheld", "answers": "<label>"}``.
+bookkeeping cells carry ``"role": "setup"`` (``"install"`` for the install cell, ``"claims"`` for the
+claim cell), glued paragraphs ``"role": "glue"`` and withheld answer cells of the student notebook
+``{"role": "withheld", "answers": "<label>"}``.
 
 Why our own converter: sphinx-tojupyter (the Sphinx builder QuantEcon uses) needs a full Sphinx
 build, fills glued numbers with the build's values rather than the reader's, loses the cells that
@@ -55,9 +74,11 @@ well-kept libraries for the parts that have one: jupytext (reading), Sphinx's
 
 Public API (also used by the assignment tools and the chapter checklist): :func:`colab_notebook`,
 :func:`student_notebook` (``md_path -> nbformat.NotebookNode``), :func:`forward_glues`,
-:func:`answer_markers`. The output is deterministic, so CI regenerates and compares::
+:func:`answer_markers`, :func:`reader_counts`, :func:`is_hidden`. The output is deterministic, so CI
+regenerates and compares::
 
     python3 tools/student_notebooks.py            # (re)write book/<stem>.ipynb and student/<stem>.ipynb
+    python3 tools/student_notebooks.py --counts   # visible code lines and bookkeeping cells per chapter
     python3 tools/student_notebooks.py --check    # exit 1 if a file is stale, missing or orphaned
 """
 
@@ -87,13 +108,20 @@ STUDENT_LINK = "[Open the exercises in Colab]"
 READER_LINE = 'os.environ["NCBOOK_NOTEBOOK"] = "reader"  # glued numbers are shown by ncbook.book.show'
 NOTEBOOK_TAGS = ("notebook",)              # the tags an ``{only}`` expression sees in the Colab notebook
 STUDENT_TAGS = ("notebook", "student")     # ... and in the student notebook
+LISTINGS = ("literalinclude", "listing")   # directives that print code of the package (book/_ext/ncbook_listing.py)
 ANSWER_PREFIX = "answer-"                  # :class: answer-<label> on a listing, tag answer-<label> on a cell
 BOOKKEEPING_TAGS = ("remove-cell", "remove-input", "hide-input", "hide-cell")
 HIDDEN = {"cellView": "form", "jupyter": {"source_hidden": True}}   # Colab form view, Jupyter collapsed input
-GLUE_TITLE = "#@title Numbers from your run"
-SETUP_TITLE = "#@title Setup (imports and helpers; the code is hidden)"
-BOOKKEEPING_TITLE = "#@title Bookkeeping (numbers for the text; the code is hidden)"
-OUTPUT_TITLE = "#@title Code hidden, as in the book (its output follows)"
+TITLE_PREFIX = "# @title "                 # Colab's form title; Jupyter shows it as the first line
+SHOW_TITLE = "Numbers from your run"      # a glued paragraph filled with the run's values
+NUMBERS_TITLE = "Numbers for the text"    # glue/put lines: the values the text quotes
+INSTALL_TITLE = "Install ncbook if it is missing (e.g. on Colab)"
+CLAIMS_TITLE = "Record this chapter's claims"
+# a notebook run keeps its claim records in a scratch folder (NCBOOK_RESULTS chooses another)
+CLAIMS_PREAMBLE = ("import os, tempfile  # this run's claim records go to a scratch folder, not the book's\n"
+                   'os.environ.setdefault("NCBOOK_RESULTS", os.path.join(tempfile.gettempdir(), '
+                   '"ncbook-notebook-results"))')
+SLOT = "⟨{}⟩"                             # a glued value in the Markdown, before the notebook has run
 WITHHELD_LISTING = ("> **Listing withheld in the student notebook.** Here the chapter prints `{obj}` of "
                     "`{module}`, the reference answer of {title}. Do the exercise first; afterwards the "
                     "chapter's Colab notebook shows the listing.")
@@ -104,13 +132,24 @@ WITHHELD_CELL = ("# Withheld in the student notebook: the chapter's version of t
 _CHECK_CALL = re.compile(r"\b(check_\w+|run_cases)\s*\(")
 # cells that record the chapter's checks for the reproduction page (not in reader notebooks)
 _RECORDS_CLAIMS = re.compile(r"\brecord_claim\(")
+# the chapter's one claim cell (experiments.record_claims): a titled hidden cell in the notebooks
+_RECORD_CLAIMS_CELL = re.compile(r"\brecord_claims\(")
+_TITLE_LINE = re.compile(r"^#\s*@title\s*(?P<title>.*)$")
+# a label for a glued value's slot, on the line of its glue call: put("acc", acc)  # slot: overall accuracy
+_SLOT_COMMENT = re.compile(r"""\b(?:glue|put)\(\s*(["'])(?P<key>\w+)\1[^\n]*#\s*slot:\s*(?P<label>[^#\n]+?)\s*$""", re.M)
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|:{3,}|~{3,})(?P<rest>.*)$")
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<arg>.*)$")
 _OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
 _ROLE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<content>[^`]*)`")
 _ROLE_OR_CODE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<content>[^`]*)`|(?P<code>(?P<ticks>`+)[^`]+?(?P=ticks))")
 _EQ_LABEL = re.compile(r"^\$\$\s*\((?P<label>[^)\s]+)\)\s*$")
+# a MyST target line and the heading it names: (label)=, blank lines, ## Title
+_SECTION_LABEL = re.compile(r"^\((?P<label>[^)\s]+)\)=\s*\n(?:\s*\n)*#{1,6}\s+(?P<title>.+?)\s*$", re.M)
 _GLUE = re.compile(r"\x00(?P<name>\w+)(?::(?P<spec>[^\x00]*))?\x00")
+# admonitions: a quoted block with a bold title; with :class: dropdown (or {dropdown}) a folded block.
+# The chapters' classes (predict, discuss, sources, chapter-frame) read as their titles say.
+ADMONITIONS = ("note", "tip", "hint", "warning", "important", "admonition", "seealso", "attention", "caution",
+               "danger", "error", "dropdown")
 PRF_TITLES = {"definition": "Definition", "theorem": "Theorem", "proposition": "Proposition",
               "corollary": "Corollary", "lemma": "Lemma", "remark": "Remark", "example": "Example",
               "conjecture": "Conjecture", "observation": "Observation", "property": "Property",
@@ -158,6 +197,8 @@ class Target:
     doc: str
 
     def text(self) -> str:
+        if self.kind == "section":      # a labelled heading: its title, as {ref} shows it in the book
+            return f"“{self.number}”"
         return f"({self.number})" if self.kind == "equation" else f"{self.kind} {self.number}".strip()
 
 
@@ -231,8 +272,16 @@ def _book(root: Path) -> Book:
             if m:
                 eq += 1
                 targets[m.group("label")] = Target("equation", f"{prefix}{eq}", doc)
+        for m in _SECTION_LABEL.finditer(body):
+            targets.setdefault(m.group("label"), Target("section", _plain_title(m.group("title")), doc))
     bib = _read_bib(root)
     return Book(root, numbers, titles, targets, bib)
+
+
+def _plain_title(title: str) -> str:
+    """A heading's text without inline markup that would read oddly in quotes (roles, code ticks)."""
+    title = re.sub(r"\{[\w:.-]+\}`([^`<]*?)\s*(?:<[^`]*>)?`", r"\1", title)
+    return title.replace("`", "").strip()
 
 
 def _strip_front_matter(text: str) -> str:
@@ -341,6 +390,7 @@ class Context:
     student: bool
     cited: list[str] = field(default_factory=list)
     moves: list[tuple[str, list[str]]] = field(default_factory=list)   # glued paragraphs moved down
+    slot_labels: dict[str, str] = field(default_factory=dict)          # glue key -> label of its slot
 
     @property
     def tags(self):
@@ -381,8 +431,15 @@ def _role(m: re.Match, ctx: Context) -> str:
             raise ValueError(f"{ctx.doc}: unknown label {content!r} in {{{name}}}")
         text = target.text()
         if target.doc != ctx.doc and target.doc in ctx.book.titles:
-            text += f" (chapter “{ctx.book.titles[target.doc]}”)"
+            title = ctx.book.titles[target.doc]
+            number = ctx.book.chapter_number.get(target.doc)
+            if target.kind != "section" or number:
+                text += f" (chapter “{title}”)"
+            elif title != target.number:
+                text += f" (in “{title}”)"
         return text
+    if name == "term":       # a glossary term: the term as written (the glossary page is in the book)
+        return explicit.group("text") if explicit else content
     if name == "doc":
         if explicit:
             return explicit.group("text")
@@ -417,6 +474,32 @@ def _literalinclude(arg: str, options: dict, ctx: Context) -> list[str]:
     return [f"```{lang}", *listing.rstrip("\n").split("\n"), "```"]
 
 
+def _listing_helpers():
+    """``book/_ext/ncbook_listing.py``: the ``listing`` directive's own reading of an object (shared)."""
+    module = sys.modules.get("ncbook_listing")
+    if module is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("ncbook_listing", ROOT / "book" / "_ext" / "ncbook_listing.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["ncbook_listing"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def _listing(arg: str, options: dict, ctx: Context) -> list[str]:
+    """A ``listing`` as Markdown: the object's public name, its docstring (quoted, as Markdown) and its
+    code without the docstring, as the HTML page shows them."""
+    helpers = _listing_helpers()
+    if "pyobject" not in options:
+        raise ValueError(f"{ctx.doc}: a listing of {arg} needs :pyobject:")
+    doc, code, name = helpers.object_listing((ctx.book.root / ctx.doc).parent / arg, options["pyobject"], options)
+    out = [f"**`{name}`**", ""]
+    if doc:
+        out += [*_quote(helpers.docstring_markdown(doc).split("\n")), ""]
+    return out + ["```python", *code.rstrip("\n").split("\n"), "```"]
+
+
 def _quote(lines: list[str]) -> list[str]:
     return [("> " + line) if line.strip() else ">" for line in lines]
 
@@ -435,7 +518,7 @@ def _convert_lines(lines: list[str], ctx: Context) -> list[str]:
             number = f" {target.number}" if target else ""
             title = f" ({_inline(arg, ctx)})" if arg else ""
             out += ["", *_quote([f"**{kind}{number}{title}.**", "", *_convert_lines(body, ctx)]), ""]
-        elif name == "literalinclude":
+        elif name in LISTINGS:
             answers = _answer_labels(options.get("class", "").split())
             if ctx.student and answers:
                 obj = options.get("pyobject", Path(arg).name)
@@ -446,7 +529,7 @@ def _convert_lines(lines: list[str], ctx: Context) -> list[str]:
             else:
                 for label in answers:
                     ctx.exercise_title(label)   # a marker must name an exercise of the chapter
-                out += ["", *_literalinclude(arg, options, ctx), ""]
+                out += ["", *(_listing(arg, options, ctx) if name == "listing" else _literalinclude(arg, options, ctx)), ""]
         elif name == "only":
             if ctx.tags.eval_condition(arg):
                 out += ["", *_convert_lines(body, ctx), ""]
@@ -454,14 +537,27 @@ def _convert_lines(lines: list[str], ctx: Context) -> list[str]:
             refs = sorted(ctx.cited, key=lambda k: (_last_names(ctx.book.bib[k]) or [""])[0].lower()
                           + ctx.book.bib[k].fields.get("year", ""))
             out += ["", *[f"- {_reference(ctx.book.bib[k])}" for k in refs], ""]
-        elif name in ("note", "tip", "warning", "important", "admonition", "seealso", "attention", "caution"):
-            head = arg if name == "admonition" else name.title()
-            out += ["", *_quote([f"**{_inline(head, ctx)}.**", "", *_convert_lines(body, ctx)]), ""]
+        elif name in ADMONITIONS:
+            head = arg if name in ("admonition", "dropdown") else name.title()
+            head = head or "Details"
+            inner = _convert_lines(body, ctx)
+            if name == "dropdown" or "dropdown" in options.get("class", "").split():
+                # collapsed until clicked, in Colab and Jupyter alike (a hint stays, folded)
+                summary = _summary_text(_inline(head, ctx))
+                out += ["", "<details>", f"<summary><b>{summary}</b></summary>", "", *inner, "", "</details>", ""]
+            else:
+                out += ["", *_quote([f"**{_inline(head, ctx)}.**", "", *inner]), ""]
         elif name == "math":
             out += ["", "$$", *body, "$$", ""]
         else:
             raise ValueError(f"{ctx.doc}: no plain-Markdown form for the directive {{{name}}}")
     return out
+
+
+def _summary_text(markdown: str) -> str:
+    """Markdown of a title as text for an HTML ``<summary>`` (which renders no Markdown)."""
+    text = re.sub(r"\*\*(.+?)\*\*|\*(.+?)\*|`(.+?)`", lambda m: next(g for g in m.groups() if g), markdown)
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _answer_labels(tokens) -> list[str]:
@@ -644,12 +740,72 @@ def _sentence_groups(paras: list[str]) -> list[str]:
     return out
 
 
+def _template(paragraph: str) -> str:
+    """A glued paragraph as a ``show`` template: each value a ``{{name:spec}}`` placeholder."""
+    return _GLUE.sub(lambda m: "{{" + m.group("name") + (":" + m.group("spec") if m.group("spec") else "") + "}}",
+                     paragraph)
+
+
 def _show_cell_source(paragraph: str) -> str:
     template = _GLUE.sub(lambda m: "{{" + m.group("name") + (":" + m.group("spec") if m.group("spec") else "") + "}}",
                          paragraph)
     if '"""' in template:
         raise ValueError(f"a glued paragraph contains triple quotes: {paragraph[:80]!r}")
-    return GLUE_TITLE + "\nfrom ncbook.book import show\nshow(r\"\"\"\n" + template + "\n\"\"\")"
+    return _title_line(SHOW_TITLE) + "\nfrom ncbook.book import show\nshow(r\"\"\"\n" + template + "\n\"\"\")"
+
+
+# words of glue keys, spelled out for a slot's label (keys are snake_case abbreviations)
+_SLOT_WORDS = {
+    "acc": "accuracy", "bal": "balanced", "lt": "long-tailed", "maj": "majority", "init": "initial",
+    "cos": "cosine", "dist": "distance", "err": "error", "sd": "s.d.", "std": "s.d.", "avg": "mean",
+    "net": "network", "num": "number of", "n": "n", "pct": "%", "sec": "seconds", "lam": "λ", "lambda": "λ",
+    "tau": "τ", "eps": "ε", "gamma": "γ", "rho": "ρ", "sigma": "σ", "alpha": "α", "beta": "β", "mu": "μ",
+    "pi1": "π₁", "cvx": "convex", "m": "means", "w": "classifier", "thr": "threshold", "pred": "predicted",
+    "ref": "reference", "ex": "exercise", "rel": "relative", "opt": "optimum", "tab": "table", "cmp": "comparison",
+}
+_SLOT_UPPER = {"nc1", "nc2", "nc3", "nc4", "etf", "seli", "ufm", "scl", "ucl", "ce", "cb", "ib", "mr2", "ldam",
+               "kkt", "dgp", "gd", "ngd", "if", "drw", "cl", "sgd", "c10", "c100", "cifar"}
+
+
+def slot_label(name: str, stem: str = "", labels: dict | None = None) -> str:
+    """A short readable label for the glued value ``name``: the chapter's own (``# slot: <label>`` on
+    its glue line), else the key's words spelled out, without the chapter's prefix.
+
+    Examples
+    --------
+    >>> slot_label("bal_train_acc")
+    'balanced train accuracy'
+    >>> slot_label("seli_net_m_etf", "seli")
+    'network means ETF'
+    >>> slot_label("acc", labels={"acc": "overall accuracy"})
+    'overall accuracy'
+    """
+    if labels and name in labels:
+        return labels[name]
+    words = name.split("_")
+    prefixes = {stem, stem.split("_")[0]} - {""}
+    if len(words) > 1 and words[0] in prefixes:
+        words = words[1:]
+    out = []
+    for w in words:
+        low = w.lower()
+        m = re.fullmatch(r"ex(\d+)", low)
+        if m:
+            out.append(f"exercise {m.group(1)}")
+        elif low in _SLOT_UPPER:
+            out.append(low.upper())
+        elif len(low) > 1 or len(words) > 1:     # a key of one letter stays that letter
+            out.append(_SLOT_WORDS.get(low, w))
+        else:
+            out.append(w)
+    return " ".join(out) or name
+
+
+def _slotted(text: str, ctx: "Context | None") -> str:
+    """Markdown with each glued value written as a visible slot ``⟨label⟩``."""
+    stem = Path(ctx.doc).name if ctx is not None else ""
+    labels = ctx.slot_labels if ctx is not None else {}
+    return _GLUE.sub(lambda m: SLOT.format(slot_label(m.group("name"), stem, labels)), text)
 
 
 def _glue_names(paragraph: str) -> list[str]:
@@ -708,30 +864,235 @@ def _drop_unquoted_glue(cells: list[Cell]) -> list[Cell]:
     return out
 
 
-def _hidden_source(source: str, tags=()) -> str:
-    """``source`` for a hidden cell: a Colab form title, and a last bare expression silenced with ``;``
-    (the book removes a ``remove-cell`` cell's output; a notebook would show e.g. a generator's repr).
-    A cell whose output the book shows (``remove-input``, ``hide-input``) keeps every output, its last
-    expression's value included."""
+def _silence_last(source: str) -> str:
+    """``source`` with its last statement, if a bare expression, ended by ``;`` (no value displayed)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        tree = None
-    shows_output = bool(set(tags) & {"remove-input", "hide-input"})   # the book shows this cell's output
-    if tree is not None and tree.body and isinstance(tree.body[-1], ast.Expr) and not shows_output:
-        last = tree.body[-1]
-        lines = source.split("\n")
-        raw = lines[last.end_lineno - 1].encode()
-        col = last.end_col_offset
-        if not raw[col:].lstrip().startswith(b";"):
-            lines[last.end_lineno - 1] = (raw[:col] + b";" + raw[col:]).decode()
-            source = "\n".join(lines)
-    if source.lstrip().startswith("#@title"):
         return source
+    if not (tree.body and isinstance(tree.body[-1], ast.Expr)):
+        return source
+    last = tree.body[-1]
+    lines = source.split("\n")
+    raw = lines[last.end_lineno - 1].encode()
+    col = last.end_col_offset
+    if not raw[col:].lstrip().startswith(b";"):
+        lines[last.end_lineno - 1] = (raw[:col] + b";" + raw[col:]).decode()
+    return "\n".join(lines)
+
+
+def _title_line(title: str) -> str:
+    return TITLE_PREFIX + " ".join(title.split())
+
+
+def _given_title(source: str) -> str | None:
+    """The title a chapter gives a cell on its first line (``# @title ...``), if any."""
+    first = source.lstrip("\n").split("\n", 1)[0].strip()
+    m = _TITLE_LINE.match(first)
+    return m.group("title").strip() if m else None
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+
+
+def cell_title(source: str, tags=()) -> str:
+    """The title of a hidden cell: what the cell does, in a few words.
+
+    The chapter's own title (a first line ``# @title <what it does>``) wins; else a first comment line;
+    else what the cell defines ("Helper: `make_model`", "Setup: imports and helpers (`put`)"), draws or
+    shows.
+
+    Examples
+    --------
+    >>> cell_title("import numpy as np\\ndef put(k, v):\\n    pass")
+    'Setup: imports and helpers (`put`)'
+    >>> cell_title("# @title Helper: the cosine classifier\\nclass Cosine: pass")
+    'Helper: the cosine classifier'
+    """
+    given = _given_title(source)
+    if given:
+        return " ".join(given.split())
+    lines = [line for line in source.strip().split("\n") if line.strip()]
+    if lines and lines[0].lstrip().startswith("#") and not lines[0].lstrip().startswith("#!"):
+        comment = lines[0].lstrip().lstrip("#").strip()
+        if comment:
+            return _short(comment[:1].upper() + comment[1:])
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = ast.Module(body=[], type_ignores=[])
+    defs = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    imports = any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
+    named = ", ".join(f"`{d}`" for d in defs[:4]) + (", …" if len(defs) > 4 else "")
+    if defs and imports:
+        return f"Setup: imports and helpers ({named})"
+    if defs:
+        return f"Helper{'s' if len(defs) > 1 else ''}: {named}"
+    if imports:
+        return "Setup: imports" + (" and settings" if len(tree.body) > sum(
+            isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body) else "")
+    keys = _only_glue_calls(source)
+    if keys is not None:
+        return NUMBERS_TITLE
+    shows_output = bool(set(tags) & {"remove-input", "hide-input"})
+    if shows_output and re.search(r"\bplt\.|\bplotting\.|\bfig\b|\.plot\(", source):
+        return "Draw the figure (the code is hidden, as in the book)"
     if shows_output:
-        return OUTPUT_TITLE + "\n" + source
-    has_import = tree is not None and any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
-    return (SETUP_TITLE if has_import else BOOKKEEPING_TITLE) + "\n" + source
+        return "Code hidden, as in the book (its output follows)"
+    return "Bookkeeping (the code is hidden, as in the book)"
+
+
+def _hidden_source(source: str, tags=(), title: str | None = None) -> str:
+    """``source`` for a hidden cell: a Colab form title (``# @title <what it does>``), and a last bare
+    expression silenced with ``;`` (the book removes a ``remove-cell`` cell's output; a notebook would
+    show e.g. a generator's repr). A cell whose output the book shows (``remove-input``, ``hide-input``)
+    keeps every output, its last expression's value included."""
+    shows_output = bool(set(tags) & {"remove-input", "hide-input"})   # the book shows this cell's output
+    if not shows_output:
+        source = _silence_last(source)
+    title = title or cell_title(source, tags)
+    if _given_title(source) is not None:      # the chapter's title line: written the one way
+        body = source.lstrip("\n").split("\n", 1)
+        return _title_line(title) + ("\n" + body[1] if len(body) > 1 else "")
+    return _title_line(title) + "\n" + source
+
+
+# ---- glue lines inside a cell that computes or plots: moved to a hidden cell of their own
+# names whose value changes between two reads (a timer, a random draw): a glue line reading them stays put
+_UNSTABLE = re.compile(r"^(?:time|perf_counter|monotonic|process_time|datetime|clock|random|"
+                       r"rand\w*|seed|manual_seed|next|Stopwatch)$")
+# methods that change their object in place (a glue line reading the object must not move after them)
+_MUTATING = re.compile(r"^(?:append|extend|insert|pop|popitem|update|clear|setdefault|add|discard|remove|sort|"
+                       r"reverse|fill|resize|step|zero_grad|train|eval|load_state_dict|record|put|set|\w+_)$")
+
+
+def _glue_statement(node: ast.AST) -> bool:
+    """A ``glue``/``put`` call statement, or a ``for`` loop made only of them."""
+    if _glue_call_key(node) is not None:
+        return True
+    return (isinstance(node, ast.For) and not node.orelse and bool(node.body)
+            and all(_glue_statement(b) for b in node.body))
+
+
+def _glue_keys_of(node: ast.AST) -> list[str]:
+    key = _glue_call_key(node)
+    if key is not None:
+        return [key]
+    return [k for b in getattr(node, "body", []) for k in _glue_keys_of(b)]
+
+
+def _scoped_names(node: ast.AST) -> tuple[set[str], set[str]]:
+    """(names read, names bound) by ``node`` in its own scope: a comprehension's variables are its own."""
+    loads: set[str] = set()
+    stores: set[str] = set()
+
+    def visit(n, bound):
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = set(bound)
+            for gen in n.generators:
+                visit(gen.iter, inner)
+                inner |= {t.id for t in ast.walk(gen.target) if isinstance(t, ast.Name)}
+                for cond in gen.ifs:
+                    visit(cond, inner)
+            for part in ([n.key, n.value] if isinstance(n, ast.DictComp) else [n.elt]):
+                visit(part, inner)
+            return
+        if isinstance(n, ast.Name) and n.id not in bound:
+            (loads if isinstance(n.ctx, ast.Load) else stores).add(n.id)
+        for child in ast.iter_child_nodes(n):
+            visit(child, bound)
+
+    visit(node, frozenset())
+    return loads, stores
+
+
+def _loads(node: ast.AST) -> set[str]:
+    return _scoped_names(node)[0]
+
+
+def _stores(node: ast.AST) -> set[str]:
+    """Names a statement binds, deletes or may change in place (an item or attribute set, a mutating
+    method call)."""
+    out = set(_scoped_names(node)[1])
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            base = n.value
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                out.add(base.id)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _MUTATING.match(n.func.attr):
+            base = n.func.value
+            while isinstance(base, (ast.Subscript, ast.Attribute, ast.Call)):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            if isinstance(base, ast.Name):
+                out.add(base.id)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+    return out
+
+
+def _unstable(node: ast.AST) -> bool:
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    return any(_UNSTABLE.match(name) for name in names)
+
+
+def split_glue_lines(source: str) -> tuple[str, str, list[str]] | None:
+    """``(rest, glue, keys)`` when the ``glue``/``put`` lines of a cell that also computes can move after
+    it, unchanged in what they glue; ``None`` when there are none, or when moving one could change a value.
+
+    A glue line moves when it is a top-level ``glue``/``put`` call (or a ``for`` loop of them) on lines
+    of its own, no later statement of the cell rebinds or changes in place a name it reads (nor reads
+    what its loop binds), it reads no timer or random draw, and no later statement reads glued values.
+    ``rest`` ends with ``;`` where the moved line had been the cell's last (no value appears that the
+    chapter's cell did not show).
+
+    Examples
+    --------
+    >>> rest, glue, keys = split_glue_lines("acc = 0.9\\nplot(acc)\\nput('acc', acc)")
+    >>> rest, glue, keys
+    ('acc = 0.9\\nplot(acc);', "put('acc', acc)", ['acc'])
+    >>> split_glue_lines("acc = 0.9\\nput('acc', acc)\\nacc = 0.5") is None     # acc changes after the glue line
+    True
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    body = tree.body
+    moved = [i for i, n in enumerate(body) if _glue_statement(n)]
+    if not moved or len(moved) == len(body):
+        return None
+    kept = [i for i in range(len(body)) if i not in moved]
+    spans = {i: (body[i].lineno, body[i].end_lineno) for i in range(len(body))}
+    for i in moved:
+        lo, hi = spans[i]
+        if any(not (spans[j][1] < lo or spans[j][0] > hi) for j in kept):
+            return None                     # shares a line with other code (``a = 1; put(...)``)
+        if _unstable(body[i]):
+            return None
+        reads, binds = _loads(body[i]) - {"glue", "put"}, _stores(body[i])
+        for j in kept:
+            if j < i:
+                continue
+            later = body[j]
+            if _stores(later) & reads or (_loads(later) | _stores(later)) & binds:
+                return None
+            if _loads(later) & {"glued", "fill", "show"}:
+                return None
+    lines = source.split("\n")
+    drop = {line for i in moved for line in range(spans[i][0] - 1, spans[i][1])}
+    glue = "\n".join(line for k, line in enumerate(lines) if k in drop)
+    rest = "\n".join(line for k, line in enumerate(lines) if k not in drop).rstrip("\n")
+    if moved[-1] == len(body) - 1:
+        rest = _silence_last(rest)
+    keys = [k for i in moved for k in _glue_keys_of(body[i])]
+    return rest, glue, keys
 
 
 def _check_answer_cell(source: str, doc: str, label: str) -> None:
@@ -824,26 +1185,50 @@ def _markdown_pieces(text: str, ctx: Context, state: dict) -> list[Cell]:
 
 
 def _split_glue(cells: list[Cell], ctx: Context | None = None) -> list[Cell]:
-    """Markdown cells whose paragraphs quote glued values: those paragraphs become ``show`` cells."""
+    """Markdown cells that quote glued values: the text stays Markdown, each value a visible slot
+    (``⟨overall accuracy⟩``), and hidden ``show`` cells ("Numbers from your run") display the glued
+    paragraphs with the run's values: after the Markdown cell, or after the cell that computes a value
+    quoted before it is computed (consecutive ones are merged). A sentence never waits for the run; a
+    number may."""
     out: list[Cell] = []
     for cell in cells:
         if cell.kind != "markdown" or "\x00" not in cell.source:
             out.append(cell)
             continue
-        text: list[str] = []
-        for para in _sentence_groups(_paragraphs(cell.source)):
-            if "\x00" in para:
-                if text:
-                    out.append(Cell("markdown", "\n\n".join(text), cell.metadata))
-                    text = []
-                out.append(Cell("code", _show_cell_source(para),
-                                {**copy.deepcopy(HIDDEN), "tags": ["hide-input"],
-                                 "ncbook": {"role": "glue", "names": _glue_names(para)}}))
-            else:
-                text.append(para)
-        if text:
-            out.append(Cell("markdown", "\n\n".join(text), cell.metadata))
-    return _after_their_values(out, ctx.moves if ctx is not None else None)
+        for chunk in _chunks(_sentence_groups(_paragraphs(cell.source))):
+            out.append(Cell("markdown", _slotted("\n\n".join(chunk), ctx), cell.metadata))
+            for para in chunk:
+                if "\x00" in para:
+                    out.append(Cell("code", para, {**copy.deepcopy(HIDDEN), "tags": ["hide-input"],
+                                                   "ncbook": {"role": "glue", "names": _glue_names(para)}}))
+    out = _after_their_values(out, ctx.moves if ctx is not None else None)
+    merged: list[Cell] = []
+    for cell in out:                   # consecutive glued paragraphs: one "Numbers from your run" cell
+        is_show = cell.kind == "code" and cell.metadata.get("ncbook", {}).get("role") == "glue"
+        if is_show and merged and merged[-1].kind == "code" and merged[-1].metadata.get("ncbook", {}).get("role") == "glue":
+            merged[-1].source += "\n\n" + cell.source
+        else:
+            merged.append(cell)
+    for cell in merged:
+        if cell.kind == "code" and cell.metadata.get("ncbook", {}).get("role") == "glue":
+            cell.source = _show_cell_source(cell.source)
+    return merged
+
+
+def _starts_a_part(para: str) -> bool:
+    """A heading or an exercise: the numbers of the text before it are shown before it."""
+    return bool(re.match(r"#{1,6}\s|>\s*\*\*Exercise\b", para.lstrip()))
+
+
+def _chunks(paras: list[str]) -> list[list[str]]:
+    """Paragraphs cut where a part (heading, exercise) starts after a glued paragraph: each chunk's
+    numbers follow it, before the next part."""
+    chunks: list[list[str]] = [[]]
+    for para in paras:
+        if chunks[-1] and _starts_a_part(para) and any("\x00" in p for p in chunks[-1]):
+            chunks.append([])
+        chunks[-1].append(para)
+    return chunks
 
 
 def _glues_literally(source: str, name: str) -> bool:
@@ -891,7 +1276,7 @@ def _after_their_values(cells: list[Cell], moves: list | None = None) -> list[Ce
                         late.append(n)
             if target > i:
                 if moves is not None:
-                    text = cell.source.split('r"""', 1)[-1].rsplit('"""', 1)[0].strip()
+                    text = _template(cell.source).strip()
                     moves.append((" ".join(text.split()[:12]), late))
                 moved.add(id(cell))
                 cells.insert(target + 1, cell)
@@ -912,6 +1297,9 @@ def _reader_cells(md_path: Path, student: bool, root: Path, ctx: Context | None 
     state = {"inside": None, "text": False, "exercise": None}
     cells: list[Cell] = []
     withheld: set[str] = set()     # names defined by withheld answer cells (student notebook)
+    for cell in nb.cells:          # the chapter's own slot labels (# slot: <label> on a glue line)
+        if cell.cell_type == "code":
+            ctx.slot_labels.update((m.group("key"), m.group("label")) for m in _SLOT_COMMENT.finditer(cell.source))
     for cell in nb.cells:
         tags = list(cell.metadata.get("tags", []))
         if cell.cell_type == "markdown":
@@ -955,16 +1343,23 @@ def _reader_cells(md_path: Path, student: bool, root: Path, ctx: Context | None 
             meta = {"tags": tags, **_exercise_meta(label, role)}
             cells.append(Cell("code", stub_code(source, label or "solution", _title(ctx, label)), meta))
         elif in_solution:     # the Colab notebook: the reference solution, marked for the assignment tools
-            cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "solution")}))
+            cells += _glue_split_cells(source, {**meta, **_exercise_meta(label, "solution")})
         elif is_check and label:
             cells.append(Cell("code", source, {**meta, **_exercise_meta(label, "check")}))
-        elif not install and (set(tags) & set(BOOKKEEPING_TAGS) or glue_keys is not None):
+        elif install:
+            cells.append(Cell("code", _hidden_source(source, ["remove-input"], INSTALL_TITLE),
+                              {**meta, **copy.deepcopy(HIDDEN), "ncbook": {"role": "install"}}))
+        elif _RECORD_CLAIMS_CELL.search(source):
+            body = source.lstrip("\n").split("\n", 1)[1] if _given_title(source) is not None else source
+            cells.append(Cell("code", "\n".join([_title_line(CLAIMS_TITLE), CLAIMS_PREAMBLE, body]),
+                              {**meta, **copy.deepcopy(HIDDEN), "ncbook": {"role": "claims"}}))
+        elif set(tags) & set(BOOKKEEPING_TAGS) or glue_keys is not None:
             hidden = {**meta, **copy.deepcopy(HIDDEN), "ncbook": {"role": "setup"}}
             if glue_keys is not None:
                 hidden["ncbook"]["glue_keys"] = glue_keys   # dropped below if no sentence quotes them
             cells.append(Cell("code", _hidden_source(source, tags), hidden))
         else:
-            cells.append(Cell("code", source, meta))
+            cells += _glue_split_cells(source, meta)
     if state["inside"] is not None:
         raise ValueError(f"{{solution-start}} {state['inside']} has no {{solution-end}}")
     cells = _drop_unquoted_glue(cells)
@@ -974,6 +1369,19 @@ def _reader_cells(md_path: Path, student: bool, root: Path, ctx: Context | None 
                 "ncbook": {("student_version_of" if student else "reader_version_of"): md_path.relative_to(root).as_posix(),
                            "generated_by": "tools/student_notebooks.py"}}
     return cells, metadata
+
+
+def _glue_split_cells(source: str, meta: dict) -> list[Cell]:
+    """A cell that computes, and after it (if its glue lines can move) a hidden cell with those lines."""
+    split = split_glue_lines(source)
+    if split is None:
+        return [Cell("code", source, meta)]
+    rest, glue, keys = split
+    numbers = {"role": "setup", "glue_keys": keys}
+    if meta.get("ncbook", {}).get("exercise"):
+        numbers["exercise"] = meta["ncbook"]["exercise"]
+    return [Cell("code", rest, meta),
+            Cell("code", _hidden_source(glue, (), NUMBERS_TITLE), {**copy.deepcopy(HIDDEN), "ncbook": numbers})]
 
 
 def _notebook(cells: list[Cell], metadata: dict) -> nbformat.NotebookNode:
@@ -1019,10 +1427,90 @@ def answer_markers(md_path: Path | str) -> dict[str, list[str]]:
                 out.setdefault(label, []).append("cell: " + cell.source.strip().split("\n")[0][:60])
         elif cell.cell_type == "markdown":
             for name, arg, options in _walk_directives(cell.source):
-                if name == "literalinclude":
+                if name in LISTINGS:
                     for label in _answer_labels(options.get("class", "").split()):
                         out.setdefault(label, []).append(f"listing: {arg}:{options.get('pyobject', '')}")
     return out
+
+
+# What a reader should not meet as visible code: the machinery of the book (records, costs, checkpoints,
+# profile and scale branches, glue). A visible code cell matching one counts as a visible bookkeeping cell.
+BOOKKEEPING_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"\b(?:glue|put)\(", "glue/put call"),
+    (r"\brecord_claims?\(|\bsave_result\(", "claim or result records"),
+    (r"(?:CHAPTER_START|T0)\s*=\s*time\.perf_counter\(\)", "chapter timer"),
+    (r"\b(?:ChapterCost|COST\.\w+|measure_fit|fit_seconds|in_parallel)\b", "cost bookkeeping"),
+    (r"\bcheckpoint_dir\(|\bresults_dir\(", "checkpoint or results folder"),
+    (r"^\s*def (?:prepare|job|scores|train_seed)\(", "seed-group harness"),
+    (r"\bscale\(\)", "smoke-scale branch"),
+    (r"\bPROFILE\s*(?:[!=]=|in\b)|\bif\s+PROFILE\b", "profile branch"),
+    (r"\bprofiles\.run_times\(", "run-time estimate"),
+)
+_BOOKKEEPING = [(re.compile(pattern, re.M), what) for pattern, what in BOOKKEEPING_PATTERNS]
+
+
+def bookkeeping_reasons(source: str) -> list[str]:
+    """What makes the code cell ``source`` bookkeeping (:data:`BOOKKEEPING_PATTERNS`), or ``[]``.
+
+    Examples
+    --------
+    >>> bookkeeping_reasons('if PROFILE == "quick":\\n    EPOCHS = 10')
+    ['profile branch']
+    >>> bookkeeping_reasons("acc = model(x).argmax(1)")
+    []
+    """
+    return [what for pattern, what in _BOOKKEEPING if pattern.search(source)]
+
+
+def is_hidden(cell) -> bool:
+    """Whether a notebook cell's code is collapsed (Colab form view and Jupyter's hidden source)."""
+    meta = cell.get("metadata", {})
+    return meta.get("cellView") == "form" and meta.get("jupyter", {}).get("source_hidden") is True
+
+
+def reader_counts(nb) -> dict:
+    """What a reader of the notebook ``nb`` meets before running it.
+
+    Returns
+    -------
+    dict
+        ``visible_code_lines`` (non-blank lines of code cells not collapsed), ``visible_code_cells``,
+        ``hidden_code_cells``, ``bookkeeping`` (``[(cell id, reasons)]`` of visible bookkeeping cells),
+        ``prose_chars`` (Markdown characters) and ``hidden_prose_fraction`` (the share of the text a
+        reader sees only after running: glued paragraphs whose words are in no Markdown cell).
+    """
+    visible = [c for c in nb["cells"] if c["cell_type"] == "code" and not is_hidden(c)]
+    src = lambda c: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]  # noqa: E731
+    markdown = "\n".join(src(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    squashed = " ".join(_GLUE_SLOTS.sub("", markdown).split())
+    hidden_chars = 0
+    for c in nb["cells"]:
+        if c["cell_type"] == "code" and c.get("metadata", {}).get("ncbook", {}).get("role") == "glue":
+            template = src(c).split('r"""', 1)[-1].rsplit('"""', 1)[0]
+            for para in _paragraphs(template):
+                words = " ".join(_GLUE_SLOTS.sub("", para).split())
+                if words and words not in squashed:
+                    hidden_chars += len(para)
+    total = len(markdown) + hidden_chars
+    return {"visible_code_lines": sum(1 for c in visible for line in src(c).split("\n") if line.strip()),
+            "visible_code_cells": len(visible),
+            "hidden_code_cells": sum(1 for c in nb["cells"] if c["cell_type"] == "code" and is_hidden(c)),
+            "bookkeeping": [(c.get("id", "?"), r) for c in visible if (r := bookkeeping_reasons(src(c)))],
+            "prose_chars": len(markdown),
+            "hidden_prose_fraction": hidden_chars / total if total else 0.0}
+
+
+# placeholders of a show template ({{name:spec}}) and slots of the Markdown (⟨label⟩): compared without them
+_GLUE_SLOTS = re.compile(r"\{\{[^{}]*\}\}|⟨[^⟩]*⟩")
+
+
+def counts_table(root: Path = ROOT) -> list[dict]:
+    """:func:`reader_counts` of every chapter's Colab notebook, generated now (one row per chapter)."""
+    rows = []
+    for p in toc_chapters(root):
+        row = reader_counts(colab_notebook(p, root))
+        rows.append({"chapter": p.stem, **row, "bookkeeping": len(row["bookkeeping"])})
+    return rows
 
 
 def notebook_text(nb: nbformat.NotebookNode) -> str:
@@ -1050,11 +1538,20 @@ def _orphans(root: Path, student_dir: Path, fresh: dict[Path, str]) -> list[Path
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a notebook is stale, missing or orphaned")
+    parser.add_argument("--counts", action="store_true",
+                        help="print, per chapter, the visible code lines and bookkeeping cells of its Colab notebook")
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (holds _toc.yml)")
     parser.add_argument("--out", type=Path, default=None, help="student folder (default: <root>/student)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     _book.cache_clear()
+    if args.counts:
+        print(f"{'chapter':<24} {'code lines':>10} {'code cells':>10} {'hidden':>7} {'bookkeeping':>11} "
+              f"{'prose hidden':>12}")
+        for row in counts_table(root):
+            print(f"{row['chapter']:<24} {row['visible_code_lines']:>10} {row['visible_code_cells']:>10} "
+                  f"{row['hidden_code_cells']:>7} {row['bookkeeping']:>11} {row['hidden_prose_fraction']:>12.0%}")
+        return 0
     student_dir = (args.out or root / "student").resolve()
     fresh = generate(root, student_dir)
     orphans = _orphans(root, student_dir, fresh)

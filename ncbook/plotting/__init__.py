@@ -9,6 +9,8 @@ from ._core import gram_panels
 from ._core import metric_curves
 from ._core import new_axes
 from ._core import per_class_bars
+from ._core import shown_text_px
+from ._core import MAX_FIGURE_WIDTH
 from ._dgp import lambda_min_curve
 from ._intro import course_map
 from ._dgp import point_configurations
@@ -40,6 +42,8 @@ __all__ = [
     "nc_curves",
     "new_axes",
     "per_class_bars",
+    "shown_text_px",
+    "MAX_FIGURE_WIDTH",
     "point_configurations",
     "procrustes_scatter",
     "risk_profiles",

@@ -17,8 +17,19 @@ PALETTE = ("#332288", "#CC6677", "#117733", "#DDCC77", "#88CCEE", "#882255", "#4
            "#AA4499", "#555555")
 #: hatches that tell methods apart beyond len(PALETTE)
 HATCHES = ("", "//", "..", "xx")
-#: smallest legend and annotation font size, in points
-LEGEND_FONTSIZE = 9
+#: smallest legend and annotation font size, in points (the smallest text of a figure)
+LEGEND_FONTSIZE = 9.5
+#: tick label size, in points
+TICK_FONTSIZE = 10
+#: resolution of the figures, in dots per inch (the notebooks' and the book's PNGs)
+FIGURE_DPI = 100
+#: widest figure the book draws, in inches: 1200 px at :data:`FIGURE_DPI`. On a 1280-px-wide window the
+#: book's text column is 676 px and a wider figure may use 136 % of it (919 px, ``book/_ext/static/ncbook.css``),
+#: so a figure this wide is shown at 0.77 of its size and its smallest text (:data:`LEGEND_FONTSIZE`) at 10 px
+MAX_FIGURE_WIDTH = 12.0
+#: width the book's wide figures are shown at, in pixels, on a 1280-px-wide window (measured in headless
+#: Chromium, sphinx-book-theme 1.3 with book/_ext/static/ncbook.css)
+SHOWN_WIDTH_PX = 919
 
 
 def method_colors(n: int) -> list[str]:
@@ -32,18 +43,40 @@ def legend_outside(ax, **kwargs):
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False, **kwargs)
 
 
+def shown_text_px(points: float, width: float, *, shown_width_px: float = SHOWN_WIDTH_PX,
+                  dpi: float = FIGURE_DPI) -> float:
+    """Height in screen pixels of text of ``points`` in a figure ``width`` inches wide, as the book shows it.
+
+    The figure's PNG is ``width * dpi`` pixels wide; the page shows it at that size, or scaled down to
+    ``shown_width_px`` when wider.
+
+    Examples
+    --------
+    >>> round(shown_text_px(LEGEND_FONTSIZE, MAX_FIGURE_WIDTH), 1)   # the smallest text of the widest figure
+    10.1
+    >>> round(shown_text_px(9, 11, shown_width_px=676), 1)           # the primer's figure in the bare column
+    7.7
+    """
+    natural = width * dpi
+    return points * dpi / 72 * min(1.0, shown_width_px / natural)
+
+
 def _apply_style() -> None:
-    """Readable defaults for every figure of the book: legends >= 9 pt and the palette above."""
+    """Readable defaults for every figure of the book: the palette above, and text sizes that stay at
+    least 9 px on the page for figures up to :data:`MAX_FIGURE_WIDTH` wide (:func:`shown_text_px`)."""
     from cycler import cycler
 
     plt.rcParams.update({"legend.fontsize": LEGEND_FONTSIZE, "legend.title_fontsize": LEGEND_FONTSIZE,
-                         "axes.prop_cycle": cycler(color=list(PALETTE)), "font.size": 10,
-                         "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9})
+                         "axes.prop_cycle": cycler(color=list(PALETTE)), "font.size": 10.5,
+                         "axes.titlesize": 11, "axes.labelsize": 10.5, "figure.titlesize": 11,
+                         "xtick.labelsize": TICK_FONTSIZE, "ytick.labelsize": TICK_FONTSIZE,
+                         "figure.dpi": FIGURE_DPI, "savefig.dpi": "figure"})
 
 
 _apply_style()
 
-__all__ = ["gram_heatmap", "gram_panels", "metric_curves", "per_class_bars", "geometry_2d", "new_axes"]
+__all__ = ["gram_heatmap", "gram_panels", "metric_curves", "per_class_bars", "geometry_2d", "new_axes", "shown_text_px",
+           "MAX_FIGURE_WIDTH"]
 
 
 def new_axes(ax=None, figsize=(4.5, 3.6)):
@@ -85,7 +118,9 @@ def gram_heatmap(g, ax=None, *, title: str | None = None, vmin: float = -1.0, vm
 
 
 def gram_panels(grams: Sequence, titles: Sequence[str], *, vmin: float = -1.0, vmax: float = 1.0, size: float = 3.4):
-    """Side-by-side heatmaps of several Gram matrices; returns the Figure."""
+    """Side-by-side heatmaps of several Gram matrices, ``size`` inches a panel (less when the figure would
+    be wider than :data:`MAX_FIGURE_WIDTH`); returns the Figure."""
+    size = min(size, MAX_FIGURE_WIDTH / max(len(grams), 1))
     fig, axes = plt.subplots(1, len(grams), figsize=(size * len(grams), size * 0.85), layout="constrained")
     for ax, g, t in zip(np.atleast_1d(axes), grams, titles):
         gram_heatmap(g, ax, title=t, vmin=vmin, vmax=vmax)

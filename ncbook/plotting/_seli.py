@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import check_positive
 from ..geometry import cosine_matrix, etf_gram, seli_geometry, seli_step_closed_form, seli_step_limits
-from ._core import gram_heatmap, new_axes
+from ._core import LEGEND_FONTSIZE, MAX_FIGURE_WIDTH, gram_heatmap, new_axes
 
 __all__ = ["seli_norm_bars", "seli_closed_form_figure", "curves", "seli_explorer", "seli_widget", "step_counts"]
 
@@ -84,11 +84,11 @@ def seli_norm_bars(classifiers, means, ax=None, *, counts=None, title: str | Non
     ax.bar(x + 0.2, h / h.max(), width=0.4, label=r"$\|\mu_c\|$")
     ax.set_xticks(x)
     if counts is not None:
-        ax.set_xticklabels([f"{i}\n({int(n)})" for i, n in enumerate(counts)], fontsize=9)
+        ax.set_xticklabels([f"{i}\n({int(n)})" for i, n in enumerate(counts)], fontsize=LEGEND_FONTSIZE)
     ax.set_xlabel("class (count)" if counts is not None else "class")
     ax.set_ylabel("norm / largest")
     ax.set_ylim(0, 1.35)
-    ax.legend(fontsize=9, loc="upper center", ncol=2)
+    ax.legend(fontsize=LEGEND_FONTSIZE, loc="upper center", ncol=2)
     if title:
         ax.set_title(title)
     return ax
@@ -139,7 +139,7 @@ def curves(x, ys: Mapping[str, Sequence[float]], ax=None, *, logx: bool = False,
         ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=LEGEND_FONTSIZE)
     return ax
 
 
@@ -184,7 +184,7 @@ def seli_closed_form_figure(ratios, class_numbers: Sequence[int] = (4, 10, 20), 
             ys[f"C = {c}"] = vals
             lines[f"C = {c}"] = seli_step_limits(c - k_min, k_min)[limit_key]
         curves(ratios, ys, ax, logx=True, hlines=lines, xlabel="R", ylabel=ylabel)
-    fig.suptitle(f"SELI under STEP imbalance (minority fraction {minority_fraction:g}); dashed: R -> inf", fontsize=10)
+    fig.suptitle(f"SELI under STEP imbalance (minority fraction {minority_fraction:g}); dashed: R -> inf")
     return fig
 
 
@@ -222,12 +222,12 @@ def seli_explorer(ratio: float = 10.0, minority_fraction: float = 0.5, num_class
     """
     counts = step_counts(ratio, minority_fraction, num_classes, n_min=1)
     geo = seli_geometry(counts)
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.4), layout="constrained")
+    fig, axes = plt.subplots(1, 4, figsize=(MAX_FIGURE_WIDTH, 3.2), layout="constrained")
     gram_heatmap(cosine_matrix(geo.classifiers), axes[0], title="SELI classifiers (cosine)")
     gram_heatmap(cosine_matrix(geo.means), axes[1], title="SELI class means (cosine)")
     gram_heatmap(etf_gram(counts.size), axes[2], title="simplex ETF (cosine)")
     seli_norm_bars(geo.classifiers, geo.means, axes[3], counts=counts, title="norms")
-    fig.suptitle(f"R = {ratio:g}, minority fraction = {minority_fraction:g}, C = {counts.size}", fontsize=10)
+    fig.suptitle(f"R = {ratio:g}, minority fraction = {minority_fraction:g}, C = {counts.size}")
     return fig
 
 
