@@ -488,6 +488,11 @@ def _subset(x, y, pi1: float, n_maj: int):
     return x[idx], y[idx]
 
 
+def _main_process() -> bool:
+    """True outside ``torchrun`` and on its rank 0: the process that writes files."""
+    return not _in_torchrun() or torch.distributed.get_rank() == 0
+
+
 @contextmanager
 def _threads(n: int):
     before = torch.get_num_threads()
@@ -520,7 +525,7 @@ def _network_run(make_model, x, y, *, k: int, setting: str, temperature: float, 
                               batch_size=batch_size, augment=augment, seed=seed, device=device)
     out = dict(init_gram=init_gram, init_spread=init_spread, class_gram=fit.class_gram, spread=fit.spread,
                losses=fit.losses, seconds=float(fit.seconds))
-    if checkpoint is not None:
+    if checkpoint is not None and _main_process():   # under torchrun every rank trains the run; rank 0 keeps it
         save_checkpoint(checkpoint, {"key": key, **{n: torch.as_tensor(v) if isinstance(v, np.ndarray) else v
                                                     for n, v in out.items()}})
     return out
@@ -673,7 +678,7 @@ def contrastive_networks(setting: Setting | None = None, *, seed: int = 0, tempe
     device = check_device("device", device, allow_none=True) or profiles.default_device()
     check_path("results", results, allow_none=True)
     check_path("checkpoints", checkpoints, allow_none=True)
-    main = not _in_torchrun() or __import__("torch.distributed").distributed.get_rank() == 0
+    main = _main_process()
     if results is None and main:
         results = profiles.results_dir()
     if checkpoints is None and setting.profile != "quick":
