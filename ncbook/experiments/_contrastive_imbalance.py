@@ -110,6 +110,11 @@ class _Claims(ExperimentResult):
         ------
         ValueError
             For a key this result has no claim for (the message lists the keys).
+
+        Examples
+        --------
+        >>> batch_negatives(ks=(4, 255), temperatures=(1.0,)).claim("risk is flat").verdict
+        'passed'
         """
         found = self._claims()
         if key not in found:
@@ -131,7 +136,30 @@ class CollapsePoints(_Claims):
     """
 
     def curve(self, setting: str, num_classes: int = 0, *, by: str = "k", k=None):
-        """``(x, points)`` of one curve: over ``k`` (``by="k"``, finite ``k`` only) or over ``tau`` at ``k``."""
+        """``(x, points)`` of one curve: over ``k`` (``by="k"``, finite ``k`` only) or over ``tau`` at ``k``.
+
+        Parameters
+        ----------
+        setting : {"ucl", "scl"}
+        num_classes : int
+            ``C`` of an SCL curve; 0 for UCL (its point does not depend on ``C``).
+        by : {"k", "temperature"}
+        k : int, optional
+            The ``k`` of a temperature curve.
+
+        Returns
+        -------
+        (ndarray of shape (n,), ndarray of shape (n,))
+            The grid and the exact points on it (empty arrays for a curve the table does not hold).
+
+        Examples
+        --------
+        >>> ks, pts = collapse_points(ks=(1, 4), temperatures=(1.0,), classes=(3,)).curve("ucl")
+        >>> ks.tolist(), [round(float(p), 4) for p in pts]
+        ([1.0, 4.0], [0.8075, 0.8693])
+        """
+        check_in("setting", setting, ("ucl", "scl"))
+        check_in("by", by, ("k", "temperature"))
         t = self.table
         rows = t[(t.curve == by) & (t.setting == setting) & (t.num_classes == num_classes)]
         if by == "k":
@@ -274,7 +302,18 @@ class BatchNegatives(_Claims):
     """
 
     def row(self, setting: str, temperature: float, k: int):
-        """The table's row of one ``(setting, temperature, k)``."""
+        """The table's row of one ``(setting, temperature, k)``.
+
+        Raises
+        ------
+        ValueError
+            For a combination the table does not hold.
+
+        Examples
+        --------
+        >>> round(float(batch_negatives(ks=(4,), temperatures=(1.0,)).row("scl", 1.0, 4).point), 4)
+        0.6951
+        """
         t = self.table
         rows = t[(t.setting == setting) & np.isclose(t.temperature, temperature, rtol=1e-12, atol=0) & (t.k == k)]
         if rows.empty:
@@ -713,7 +752,7 @@ def contrastive_networks(setting: Setting | None = None, *, seed: int = 0, tempe
     extras = {"optimum": _optimum_curves(table, temperature)}
     if setting.profile == "full" and main:
         for row, cfg in zip(table.itertuples(index=False), configs):
-            save_result(results, chapter=CHAPTER, setting=Path(cfg["key"]["name"]).name, seed=seed,
+            save_result(results, chapter=CHAPTER, setting=cfg["key"]["name"].removesuffix(f"-seed{seed}"), seed=seed,
                         wall_seconds=float(row.seconds),
                         metrics={c: getattr(row, c) for c in table.columns if c not in ("role", "setting")},
                         config=dict(k=int(row.k), temperature=temperature, steps=s["NET_STEPS"],
