@@ -182,7 +182,7 @@ def test_network_table_histories_and_cost_record(tiny_nets):
     cell = record["cells"]["contrastive networks"]
     assert cell["estimate_s"] > 0 and cell["measured_s"] > 0
     opt = nets.extras["optimum"]
-    assert set(opt) == {"pi1", "UCL, k = 4", "SCL, k = 4", "UCL, k = 8"} and opt["UCL, k = 4"][-1] == 1.0
+    assert set(opt) == {"pi1", "UCL, k = 4", "SCL, k = 4"} and opt["UCL, k = 4"][-1] == 1.0
 
 
 def test_network_claims_flip_on_planted_numbers(tiny_nets):
@@ -203,11 +203,10 @@ def test_network_claims_flip_on_planted_numbers(tiny_nets):
     assert spread.claim("within-class collapse").verdict == "not reproduced"
 
 
-def test_runs_do_not_depend_on_the_workers(tiny_nets, tmp_path, monkeypatch):
+def test_runs_do_not_depend_on_the_workers(tiny_nets, tmp_path):
     nets, _ = tiny_nets
-    monkeypatch.setenv("NCBOOK_WORKERS", "2")
     two = experiments.contrastive_networks(experiments.contrastive_setting("quick", **TINY), progress=False,
-                                           results=tmp_path)
+                                           results=tmp_path, workers=2)
     numeric = [c for c in COLUMNS if c not in ("role", "setting", "predicted", "seconds")]
     np.testing.assert_allclose(two.table[numeric].to_numpy(float), nets.table[numeric].to_numpy(float), rtol=0,
                                atol=1e-9)
@@ -243,6 +242,8 @@ def test_network_arguments_are_checked():
         experiments.contrastive_networks(setting, temperature=0.0)
     with pytest.raises(TypeError, match="results must be a path"):
         experiments.contrastive_networks(setting, results=3)
+    with pytest.raises(ValueError, match="workers must be an integer >= 1 or None; got 0"):
+        experiments.contrastive_networks(setting, workers=0)
 
 
 # --------------------------------------------------------------------------- the figure's points

@@ -15,8 +15,8 @@ Three calls, each returning an :class:`~ncbook.experiments.ExperimentResult` wit
 - :func:`contrastive_networks`: networks trained with InfoNCE (UCL and SCL at each ``pi_1`` of the plan, and one
   UCL run with many negatives where the optimum does not collapse) against the convex optimum. Its sizes come
   from ``ncbook.profiles.PLANS["contrastive_imbalance"]`` (:func:`contrastive_setting`); it measures its cost
-  and prints the estimate before training, spreads the runs over worker processes
-  (:func:`~ncbook.experiments.run_jobs`), and at the gpu and full profiles keeps each finished run in
+  and prints the estimate before training, and at the gpu and full profiles spreads the runs over worker
+  processes (:func:`~ncbook.experiments.run_jobs`) and keeps each finished run in
   ``ncbook.checkpoint_dir("contrastive_imbalance")`` so that a rerun skips it.
 
 References
@@ -66,7 +66,7 @@ NET_MATCH = 0.05
 SPREAD = 0.05
 
 #: The probe's two lengths (steps), as :func:`ncbook.train.measure_steps` takes them.
-PROBE_STEPS = (3, 11)
+PROBE_STEPS = (2, 8)
 
 _SMOKE = {"N_MAJ": 20, "NET_STEPS": 3, "NET_BATCH": 16, "N_GAP": 20}
 _MODELS = {"digits": "MLP 64-256-256-16 with BatchNorm", "cifar10": "ResNet-32"}
@@ -604,7 +604,7 @@ class ContrastiveNetworks(_Claims):
     initialisation), ``excess`` (risk of the network's Gram matrix minus the optimum's), ``loss_sd`` (standard
     deviation of the training loss over the last eighth of the steps), ``seconds``.
     ``histories``: run name -> training loss per step. ``extras["optimum"]``: the optimum's ``A*_23`` against
-    ``pi_1`` for each ``(setting, k)`` trained (``{"pi1": grid, "<SETTING>, k = <k>": values}``).
+    ``pi_1`` for each ``(setting, k)`` of the comparison (``{"pi1": grid, "<SETTING>, k = <k>": values}``).
     """
 
     @property
@@ -679,16 +679,17 @@ class ContrastiveNetworks(_Claims):
 
 
 def contrastive_networks(setting: Setting | None = None, *, seed: int = 0, temperature: float = 1.0, device=None,
-                         results=None, checkpoints=None, progress: bool | None = None) -> ContrastiveNetworks:
+                         results=None, checkpoints=None, workers: int | None = None,
+                         progress: bool | None = None) -> ContrastiveNetworks:
     """Train the chapter's networks with InfoNCE and compare their class-mean cosines with the convex optimum.
 
     The runs: UCL and SCL with ``K_NET`` negatives at each majority probability of ``PI_NET``, and one UCL run
     with ``K_GAP`` negatives at ``pi_1 = 0.9`` on ``N_GAP`` majority samples (the gap test: there the optimum
     keeps the minorities apart). Each step draws ``NET_BATCH`` anchors, one positive per anchor from its class
     and ``k`` negatives per anchor (:func:`ncbook.train.fit_contrastive`; SGD, cosine schedule). Before training
-    the call measures a few steps on this device and prints the estimate; the runs go to worker processes
-    (:func:`~ncbook.experiments.run_jobs`; a bar counts finished runs), and each run's numbers do not depend on how
-    many workers ran. At the full profile each run is also saved with :func:`ncbook.book.save_result`.
+    the call measures a few steps on this device and prints the estimate; the runs go to worker processes at the
+    gpu and full profiles (:func:`~ncbook.experiments.run_jobs`; a bar counts finished runs), and each run's numbers
+    do not depend on how many workers ran. At the full profile each run is also saved with :func:`ncbook.book.save_result`.
 
     Parameters
     ----------
@@ -705,6 +706,9 @@ def contrastive_networks(setting: Setting | None = None, *, seed: int = 0, tempe
     checkpoints : path, optional
         Where finished runs are kept; default :func:`ncbook.checkpoint_dir` at the gpu and full profiles, none at
         the quick profile.
+    workers : int, optional
+        Worker processes for the runs (:func:`~ncbook.experiments.run_jobs`). Default: 1 at the quick profile
+        (its runs take seconds, about what starting a worker process costs), else ``run_parallel``'s default.
     progress : bool, optional
         The bar over finished runs; default :func:`ncbook.profiles.show_progress`.
 
@@ -741,6 +745,9 @@ def contrastive_networks(setting: Setting | None = None, *, seed: int = 0, tempe
     device = check_device("device", device, allow_none=True) or profiles.default_device()
     check_path("results", results, allow_none=True)
     check_path("checkpoints", checkpoints, allow_none=True)
+    workers = check_int("workers", workers, 1, allow_none=True)
+    if workers is None and setting.profile == "quick":
+        workers = 1
     main = _main_process()
     if results is None and main:
         results = profiles.results_dir()
@@ -764,9 +771,9 @@ def contrastive_networks(setting: Setting | None = None, *, seed: int = 0, tempe
                             device=str(device), checkpoint=None if checkpoints is None else
                             str(Path(checkpoints) / f"{name}.pt"), key=key))
     order = sorted(range(len(configs)), key=lambda i: -configs[i]["k"] * len(configs[i]["y"]))  # longest first
-    cost = _announce(configs, order, device, results, checkpoints) if main else None
+    cost = _announce(configs, order, device, results, checkpoints, workers) if main else None
     t0 = time.perf_counter()
-    done = run_jobs(_network_run, [configs[i] for i in order], progress=progress)
+    done = run_jobs(_network_run, [configs[i] for i in order], progress=progress, workers=workers)
     outputs = [None] * len(configs)
     for i, out in zip(order, done):
         outputs[i] = out
@@ -791,7 +798,7 @@ def _digest(t: torch.Tensor) -> str:
     return tensor_digest(t)
 
 
-def _announce(configs, order, device, results, checkpoints):
+def _announce(configs, order, device, results, checkpoints, workers):
     """Measure a few steps of the largest run of each ``k``, print the estimate of all runs; return the cost record.
 
     The probe also runs in the worker processes the runs will use (which starts them). The record's measured
@@ -799,7 +806,7 @@ def _announce(configs, order, device, results, checkpoints):
     """
     from ..train import ChapterCost, fit_contrastive, in_parallel, measure_contrastive, steps_seconds
 
-    in_workers = 1 if _in_torchrun() else len(configs)
+    in_workers = 1 if _in_torchrun() or workers == 1 else len(configs)
     probes = {}
     for i in order:  # longest first: the largest subset of each k
         c = configs[i]
@@ -813,7 +820,7 @@ def _announce(configs, order, device, results, checkpoints):
     serial = sum(steps_seconds(probes[c["k"]], steps=c["steps"], eval_images=2 * len(c["y"])) for c in configs)
     tp = probes[configs[order[0]]["k"]]
     cost = ChapterCost(CHAPTER, results=results, checkpoints=checkpoints)
-    cost.add("contrastive networks", in_parallel(serial, len(configs), tp), tp)
+    cost.add("contrastive networks", serial if in_workers == 1 else in_parallel(serial, len(configs), tp), tp)
     cost.announce("contrastive networks")
     cost._armed = None  # ChapterCost times the cell after an announcement; these runs are timed by the caller
     return cost
@@ -844,10 +851,12 @@ def _network_table(runs, configs, outputs, temperature: float):
 
 
 def _optimum_curves(table, temperature: float, n: int = 25) -> dict:
-    """The optimum's ``A*_23`` against ``pi_1`` for each ``(setting, k)`` of the table (1 above the exact point)."""
+    """The optimum's ``A*_23`` against ``pi_1`` for each ``(setting, k)`` of the comparison runs (1 at and above the
+    exact point, where the proposition says the minorities collapse; solved below it)."""
     grid = np.linspace(0.34, 0.98, n)
     curves = {"pi1": grid}
-    for st, k in dict.fromkeys(zip(table.setting, table.k)):
+    runs = table[table.role == "comparison"]
+    for st, k in dict.fromkeys(zip(runs.setting, runs.k)):
         curves[f"{st.upper()}, k = {k}"] = np.array([_minority_cosine(p, int(k), st, temperature=temperature)
                                                      for p in grid])
     return curves
