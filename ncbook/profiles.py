@@ -501,7 +501,9 @@ PLANS = {
         _work_seli, 55.0, _QUICK_SOURCE),
     "contrastive_imbalance": ChapterPlan(
         "contrastive_imbalance",
-        {"gpu": dict(DATASET="cifar10", SUBSET="gpu", N_MAJ=5000, NET_STEPS=600, NET_BATCH=128, K_NET=4, PI_NET=(0.6, 0.9),
+        {"quick": dict(DATASET="digits", SUBSET=None, N_MAJ=170, NET_STEPS=400, NET_BATCH=256, K_NET=4, PI_NET=(0.6, 0.9),
+                       K_GAP=64, N_GAP=170),   # read by ncbook.experiments.contrastive_setting
+         "gpu": dict(DATASET="cifar10", SUBSET="gpu", N_MAJ=5000, NET_STEPS=600, NET_BATCH=128, K_NET=4, PI_NET=(0.6, 0.9),
                      K_GAP=64, N_GAP=800),
          "full": dict(DATASET="cifar10", SUBSET=None, N_MAJ=5000, NET_STEPS=20000, NET_BATCH=256, K_NET=4, PI_NET=(0.6, 0.9),
                       K_GAP=64, N_GAP=1000)},

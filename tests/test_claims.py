@@ -325,7 +325,31 @@ def _text(node: ast.expr) -> str:
     return ""
 
 
-CALLS = [(path.stem, call) for path in CHAPTER_FILES for call in _record_calls(path)]
+def _claim_calls(tree: ast.AST) -> list[ast.Call]:
+    """``Claim(kind, claim, ...)`` of the experiment layer, read like ``record_claim(kind=..., claim=...)``: its two
+    positional arguments are named, and ``profile`` (given by ``record_claims`` to every claim) is implied."""
+    calls = []
+    for node in ast.walk(tree):
+        name = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
+            getattr(getattr(node, "func", None), "id", "")
+        if isinstance(node, ast.Call) and name == "Claim":
+            named = [ast.keyword(arg=a, value=v) for a, v in zip(("kind", "claim"), node.args)]
+            profile = ast.keyword(arg="profile", value=ast.Constant("set by record_claims"))
+            calls.append(ast.Call(func=node.func, args=[], keywords=named + node.keywords + [profile],
+                                  lineno=node.lineno, col_offset=node.col_offset))
+    return calls
+
+
+def _experiment_calls(path: Path) -> list[ast.Call]:
+    """The claims a chapter builds in its cells and in its experiment module (ncbook/experiments/_<stem>.py)."""
+    cells = [ast.parse("\n".join(ln for ln in src.splitlines() if not ln.startswith(":tags:")))
+             for src in _CELL.findall(path.read_text())]
+    module = ROOT / "ncbook" / "experiments" / f"_{path.stem}.py"
+    trees = cells + ([ast.parse(module.read_text())] if module.exists() else [])
+    return [call for tree in trees for call in _claim_calls(tree)]
+
+
+CALLS = [(path.stem, call) for path in CHAPTER_FILES for call in _record_calls(path) + _experiment_calls(path)]
 
 
 def _kw(call):

@@ -119,7 +119,7 @@ def test_one_angle_cosine_asks_what_the_page_does_not_print():
     exercise = text[text.index(":label: ex-contrastive-5"):]
     assert "$\\pi_1 = 0.85$" in exercise and "$k = 2$ to $k = 32$" in exercise
     page = text[:text.index(":label: ex-contrastive-5")]
-    assert f"{cos[32]:.4f}" not in page and "PI_GAP, K_BATCH = 0.9," in page
+    assert f"{cos[32]:.4f}" not in page and "experiments.batch_negatives(0.9," in page
 
 
 # --------------------------------------------------------------------------- figures

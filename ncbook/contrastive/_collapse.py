@@ -37,8 +37,18 @@ def _hprime(d, psi):
 
 
 def _binomial(k, p):
+    """Counts ``0..k`` and their binomial probabilities: shape ``(k + 1,)``, or ``p.shape + (k + 1,)`` for an array ``p``
+    (so that a margin evaluates a whole grid of ``pi_1`` at once)."""
     n = np.arange(k + 1, dtype=np.float64)
-    return n, binom.pmf(n, k, p)
+    return n, binom.pmf(n, k, np.asarray(p, dtype=np.float64)[..., None]) if np.ndim(p) else binom.pmf(n, k, p)
+
+
+def _column(a):
+    return np.asarray(a)[..., None]
+
+
+def _same(a):
+    return a
 
 
 def _margin_ucl(lam1, k, eps, psi):
@@ -51,8 +61,9 @@ def _margin_ucl(lam1, k, eps, psi):
     d0 = 1.0 + (k - n) + n * eps  # majority anchor: n minority negatives at cosine -1
     di = 1.0 + n + (k - n) * eps  # minority anchor: n minority negatives at cosine +1
     h0, hi = _hprime(d0, psi), _hprime(di, psi)
-    lhs = 2 * rho * pmf @ (n * hi)
-    rhs = eps * (lam1 * pmf @ (n * h0) + rho * pmf @ ((k - n) * hi))
+    c = _column if np.ndim(lam1) else _same
+    lhs = 2 * c(rho) * pmf @ (n * hi)
+    rhs = eps * (c(lam1) * pmf @ (n * h0) + c(rho) * pmf @ ((k - n) * hi))
     return rhs - lhs
 
 
@@ -69,8 +80,9 @@ def _margin_scl(lam1, k, eps, psi, m):
     di = 1.0 + n * eps + (k - n)
     hi = _hprime(di, psi)
     h0 = float(_hprime(np.array([1.0 + k * eps]), psi)[0])
-    alpha = lam1 * (k / m) * eps * h0 + lmin * pmf @ (n * eps * hi)
-    beta = 2 * lmin * pmf @ ((k - n) / (m - 1) * hi)
+    c = _column if np.ndim(lam1) else _same
+    alpha = lam1 * (k / m) * eps * h0 + c(lmin) * pmf @ (n * eps * hi)
+    beta = 2 * c(lmin) * pmf @ ((k - n) / (m - 1) * hi)
     return alpha - m * beta
 
 
@@ -167,7 +179,7 @@ def collapse_threshold(k, *, setting: str = "ucl", num_classes: int | None = Non
         f = lambda lam1: _margin_scl(lam1, k, eps, psi, m)  # noqa: E731
         lo = 1.0 / (m + 1)
     grid = np.linspace(lo, 1.0 - 1e-9, 801)
-    vals = np.array([f(g) for g in grid])
+    vals = np.asarray(f(grid), dtype=np.float64)          # the margins vectorise over pi_1: one call for the grid
     neg = np.flatnonzero(vals < 0)
     if neg.size == 0:
         return float(lo)

@@ -6,6 +6,14 @@ histories, the claims it supports); profiles, sizes, cost probes, checkpoints, w
 claim records stay inside. See :mod:`ncbook.experiments._core` and :mod:`ncbook.experiments._verdicts`.
 """
 
+from ._contrastive_imbalance import BatchNegatives
+from ._contrastive_imbalance import CollapsePoints
+from ._contrastive_imbalance import ContrastiveNetworks
+from ._contrastive_imbalance import batch_negatives
+from ._contrastive_imbalance import collapse_points
+from ._contrastive_imbalance import contrastive_model
+from ._contrastive_imbalance import contrastive_networks
+from ._contrastive_imbalance import contrastive_setting
 from ._core import Claim
 from ._core import ExperimentResult
 from ._core import Setting
@@ -19,11 +27,19 @@ from ._verdicts import matches
 from ._verdicts import seed_noise
 
 __all__ = [
+    "BatchNegatives",
     "Claim",
+    "CollapsePoints",
+    "ContrastiveNetworks",
     "ExperimentResult",
     "Setting",
     "Verdict",
+    "batch_negatives",
+    "collapse_points",
     "compare_means",
+    "contrastive_model",
+    "contrastive_networks",
+    "contrastive_setting",
     "exceeds",
     "markdown_table",
     "matches",

@@ -208,18 +208,19 @@ def _in_torchrun() -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
-def run_jobs(fn: Callable, configs: Sequence[dict], *, progress: bool | None = None) -> list:
+def run_jobs(fn: Callable, configs: Sequence[dict], *, progress: bool | None = None, workers: int | None = None) -> list:
     """Run independent jobs: side by side in worker processes, or, under ``torchrun``, one after another
     with every rank taking part in each (each job is then a distributed run).
 
     ``ncbook.train.run_parallel`` gives the same numbers with any number of workers, so the result does not
-    depend on where the jobs ran.
+    depend on where the jobs ran. ``workers`` is passed to it (default: its own, ``$NCBOOK_WORKERS`` or the
+    usable cores; 1 runs the jobs in this process, which suits jobs of seconds: starting a worker costs that).
     """
     from ..train import run_parallel
 
     if _in_torchrun():
         return [fn(**c) for c in configs]
-    return run_parallel(fn, configs, progress=progress)
+    return run_parallel(fn, configs, progress=progress, workers=workers)
 
 
 def record_claims(chapter: str, *sources: ExperimentResult | Claim | Iterable[Claim], folder=None,

@@ -66,7 +66,8 @@ def class_means_circle(means, ax=None, *, class_probs=None, labels: Sequence[str
 
 def collapse_curves(x, curves: Mapping[str, Sequence[float]], ax=None, *, hlines: Mapping[str, float] | None = None,
                     vlines: Mapping[str, float] | None = None, xlabel: str = "k", ylabel: str = "collapse point",
-                    logx: bool = False, title: str | None = None, markers: bool = True):
+                    logx: bool = False, title: str | None = None, markers: bool = True,
+                    points: Mapping[str, tuple] | None = None):
     """Curves against ``x`` with labelled horizontal (e.g. the paper's thresholds) and vertical lines.
 
     The legend sits to the right of the axes, off the data.
@@ -79,22 +80,47 @@ def collapse_curves(x, curves: Mapping[str, Sequence[float]], ax=None, *, hlines
         Dashed reference lines.
     xlabel, ylabel, title : str
     logx : bool
+    markers : bool
+        Mark each point of the curves.
+    points : mapping label -> (xs, ys), optional
+        Measurements drawn as large markers without lines (e.g. trained networks beside the optimum's curves);
+        a label that is also a curve's takes that curve's colour.
 
     Returns
     -------
     Axes
+
+    Raises
+    ------
+    ValueError
+        If a curve does not have one value per entry of ``x``, or a point set's ``xs`` and ``ys`` differ in length.
 
     Examples
     --------
     >>> ax = collapse_curves([1, 2, 4], {"UCL": [0.81, 0.84, 0.87]}, hlines={"bound": 0.93})
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['UCL', 'bound']
+    >>> ax = collapse_curves([0.5, 0.9], {"UCL": [0.1, 1.0]}, points={"UCL": ([0.9], [0.98])})
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['UCL', 'UCL (trained)']
     """
     ax = new_axes(ax, figsize=(6.4, 3.6))
     xs = _np(x)
+    colours = {}
     for i, (name, ys) in enumerate(curves.items()):
-        ax.plot(xs, _np(ys), marker="o" if markers else None, ms=3, color=f"C{i}", label=name)
-    offset = len(curves)
+        values = _np(ys)
+        if values.shape != xs.shape:
+            raise ValueError(f"curve {name!r} has {values.size} values; x has {xs.size}. Give one value per x.")
+        colours[name] = f"C{i}"
+        ax.plot(xs, values, marker="o" if markers else None, ms=3, color=colours[name], label=name)
+    for j, (name, (px, py)) in enumerate((points or {}).items()):
+        px, py = np.atleast_1d(_np(px)), np.atleast_1d(_np(py))
+        if px.shape != py.shape:
+            raise ValueError(f"points {name!r} have {px.size} x values and {py.size} y values; give one y per x.")
+        colour = colours.get(name, f"C{len(curves) + j}")
+        ax.plot(px, py, ls="none", marker="D", ms=8, mfc="none", mew=2, color=colour,
+                label=f"{name} (trained)" if name in colours else name)
+    offset = len(curves) + len([n for n in (points or {}) if n not in colours])
     for i, (name, v) in enumerate((hlines or {}).items()):
         ax.axhline(v, ls="--", color=f"C{offset + i}", lw=1.2, label=name)
     offset += len(hlines or {})
