@@ -12,6 +12,12 @@ from ._core import Setting
 from ._core import markdown_table
 from ._core import record_claims
 from ._core import run_jobs
+from ._inverse_reweighting import Method
+from ._inverse_reweighting import ReweightingComparison
+from ._inverse_reweighting import compare_reweighting
+from ._inverse_reweighting import inverse_reweighting_checks
+from ._inverse_reweighting import quoted_reweighting_results
+from ._inverse_reweighting import reweighting_setting
 from ._verdicts import Verdict
 from ._verdicts import compare_means
 from ._verdicts import exceeds
@@ -21,13 +27,19 @@ from ._verdicts import seed_noise
 __all__ = [
     "Claim",
     "ExperimentResult",
+    "Method",
+    "ReweightingComparison",
     "Setting",
     "Verdict",
     "compare_means",
+    "compare_reweighting",
     "exceeds",
+    "inverse_reweighting_checks",
     "markdown_table",
     "matches",
+    "quoted_reweighting_results",
     "record_claims",
+    "reweighting_setting",
     "run_jobs",
     "seed_noise",
 ]
