@@ -510,6 +510,20 @@ class ReweightingComparison(ExperimentResult):
         grouped = rows.groupby("method", sort=False)[list(metrics)]
         return grouped.agg(["mean", lambda v: float(v.std(ddof=0))]).rename(columns={"<lambda_0>": "std"}, level=1)
 
+    def formatted(self, metrics: Sequence[str] = ACCURACY, *, dataset: str | None = None, digits: int = 3):
+        """The summary as text, ``"mean ± std"`` over seeds, one row per method (a table for the page).
+
+        Examples
+        --------
+        >>> res.formatted(["overall"]).loc["CE", "overall"]                 # doctest: +SKIP
+        '0.775 ± 0.012'
+        """
+        import pandas as pd
+
+        summ = self.summary(dataset, metrics)
+        return pd.DataFrame({m: [f"{summ.loc[i, (m, 'mean')]:.{digits}f} ± {summ.loc[i, (m, 'std')]:.{digits}f}"
+                                 for i in summ.index] for m in metrics}, index=summ.index)
+
     def mean(self, method: str, metric: str = "overall", *, dataset: str | None = None) -> float:
         """The mean over seeds of one method's metric."""
         return float(np.mean(self.values(method, metric, dataset=dataset)))
@@ -517,7 +531,9 @@ class ReweightingComparison(ExperimentResult):
     def noise(self, metric: str = "overall", *, dataset: str | None = None) -> float:
         """Twice the largest seed standard deviation of ``metric`` among the data set's methods (:func:`seed_noise`)."""
         check_in("metric", metric, METRICS)
-        return seed_noise([float(np.std(self.values(m, metric, dataset=dataset))) for m in self.methods(dataset)])
+        spreads = [float(np.std(self.values(m, metric, dataset=dataset))) for m in self.methods(dataset)]
+        finite = [v for v in spreads if math.isfinite(v)]   # a method with a NaN metric (an empty shot group) has none
+        return seed_noise(finite) if finite else math.nan
 
     def verdict(self, a: str, b: str, metric: str = "overall", *, dataset: str | None = None,
                 lower_is_better: bool | None = None) -> Verdict:
@@ -533,8 +549,11 @@ class ReweightingComparison(ExperimentResult):
         """
         lower = metric in GEOMETRY if lower_is_better is None else check_bool("lower_is_better", lower_is_better)
         sign = -1.0 if lower else 1.0
-        return compare_means(sign * self.values(a, metric, dataset=dataset), sign * self.values(b, metric, dataset=dataset),
-                             noise=self.noise(metric, dataset=dataset))
+        va, vb = sign * self.values(a, metric, dataset=dataset), sign * self.values(b, metric, dataset=dataset)
+        noise = self.noise(metric, dataset=dataset)
+        if not math.isfinite(noise):
+            return Verdict("compare_means", "undefined", float(np.mean(va) - np.mean(vb)), noise)
+        return compare_means(va, vb, noise=noise)
 
     def ranking(self, metric: str = "overall", methods: Sequence[str] | None = None, *, dataset: str | None = None,
                 digits: int | None = None) -> list[tuple[str, float]]:
