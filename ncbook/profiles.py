@@ -517,10 +517,20 @@ PLANS = {
         _work_weighted, 67.0, _QUICK_SOURCE),
     "inverse_reweighting": ChapterPlan(
         "inverse_reweighting",
-        {"gpu": dict(DATASETS=["cifar10"], SUBSET="gpu", IMBALANCE=100, SEEDS=[0], BATCH=128, LR=0.1, WD=2e-4, EPOCHS=12,
-                     SCHEDULE="cosine", WARMUP=1, MILESTONES=()),
+        # quick: long-tailed digits (exponential profile), MLP 64-WIDTH-WIDTH-32 with BatchNorm, STEPS SGD steps a run
+        # in float32 (AMP=False: the same arithmetic on CPUs with and without bf16), one "epoch" = REPEAT passes over
+        # the data (the same verdicts as the former 64-512-512-32 MLP in bf16, 8 passes an epoch); gpu: CIFAR-10-LT alone, one seed, Cao et al.'s recipe shortened to
+        # 12 epochs (1 warm-up epoch, then cosine; the DRW/IB/inverse switches keep their place at 80 % / 50 %);
+        # full: Cao et al.'s recipe (ResNet-32, 200 epochs, 5 warm-up epochs, lr x0.01 at epochs 160 and 180).
+        # MANY/FEW: the shot thresholds (scaled to digits sizes in quick); EVAL_EVERY: epochs between the first
+        # seed's loss-curve points. Read by ncbook.experiments.reweighting_setting.
+        {"quick": dict(DATASETS=["digits"], N_MAX=124, IMBALANCE=50, SEEDS=[0, 1, 2], BATCH=128, LR=0.05, WD=5e-3,
+                       STEPS=1000, REPEAT=1, WIDTH=128, EVAL_EVERY=10, AMP=False, MANY=50, FEW=10),
+         "gpu": dict(DATASETS=["cifar10"], SUBSET="gpu", IMBALANCE=100, SEEDS=[0], BATCH=128, LR=0.1, WD=2e-4, EPOCHS=12,
+                     SCHEDULE="cosine", WARMUP=1, MILESTONES=(), EVAL_EVERY=1, AMP=True, MANY=100, FEW=20),
          "full": dict(DATASETS=["cifar10", "cifar100"], SUBSET=None, IMBALANCE=100, SEEDS=[0, 1, 2], BATCH=128, LR=0.1,
-                      WD=2e-4, EPOCHS=200, SCHEDULE="step", WARMUP=5, MILESTONES=(160, 180))},
+                      WD=2e-4, EPOCHS=200, SCHEDULE="step", WARMUP=5, MILESTONES=(160, 180), EVAL_EVERY=1, AMP=True,
+                      MANY=100, FEW=20)},
         _work_inverse, 163.0, _QUICK_SOURCE),
     "mr2_margins": ChapterPlan(
         "mr2_margins",

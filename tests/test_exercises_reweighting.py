@@ -17,6 +17,7 @@ from ncbook.exercises import (  # noqa: E402
     check_balanced_batch_loss,
     check_cb_weight_ratio,
     check_ema_inverse_weights,
+    check_expected_batch_factor,
     check_macro_factors,
     check_official_coefficients,
 )
@@ -130,6 +131,24 @@ def test_macro_factors_check():
     assert "not implemented yet" in check_macro_factors(not_implemented).message
 
 
+def test_expected_batch_factor_check_and_a_simulated_stream():
+    def solution(counts, macro):  # the chapter's solution: sum_c pi_c beta_c
+        return (macro * counts).sum() / counts.sum()
+
+    assert check_expected_batch_factor(solution)
+    # the derivation against batches drawn without replacement, as the chapter's stream draws them
+    counts = torch.tensor([124.0, 80, 51, 33, 21, 14, 9, 5, 3, 2], dtype=torch.float64)
+    beta = macro_factors(torch.tensor([300.0, 299, 290, 270, 240, 200, 150, 100, 60, 40]), gamma=1.0).double()
+    y = torch.repeat_interleave(torch.arange(10), counts.long())
+    g = torch.Generator().manual_seed(0)
+    draws = torch.stack([beta[y[torch.randperm(len(y), generator=g)[:128]]].mean() for _ in range(4000)])
+    assert abs(float(draws.mean()) - float(solution(counts, beta))) < 4 * float(draws.std()) / 4000 ** 0.5
+    assert float(solution(counts, beta)) < 1.0     # Chebyshev's sum inequality: beta and pi ordered oppositely
+    res = check_expected_batch_factor(lambda counts, macro: macro.mean())   # the unweighted mean: always 1
+    assert not res and "expected" in res.message and "counts" in res.message
+    assert "not implemented yet" in check_expected_batch_factor(not_implemented).message
+
+
 # --------------------------------------------------------------------------- ex-reweighting-3
 def test_balanced_batch_loss_check():
     def reference(logits, labels, num_classes):
@@ -237,6 +256,10 @@ def test_figures_keep_their_legends_off_the_data():
     np.testing.assert_allclose(rho, np.std(np.linspace(1, 3, 4)) / np.mean(np.linspace(1, 3, 4)))
     with pytest.raises(ValueError, match=r"shape \(T, C\)"):
         loss_imbalance_curves({"CE": np.ones(5)})
+    ax = loss_imbalance_curves(curves, x=np.arange(10, 210, 10))  # the epochs a run evaluated
+    assert ax.get_lines()[0].get_xdata()[-1] == 200
+    with pytest.raises(ValueError, match=r"x must have one entry per row of curves\['CE'\] \(20\)"):
+        loss_imbalance_curves(curves, x=np.arange(5))
     ax = class_loss_curves(curves["CE"], counts=[9, 5, 3, 1])
     assert _outside(ax) and len(ax.get_lines()) == 4
     ax = class_loss_curves(curves["CE"], legend=False)

@@ -36,7 +36,8 @@ def _parameters(stem: str) -> dict:
     cells = [c for c in jupytext.read(ROOT / "book" / f"{stem}.md").cells if "parameters" in c.metadata.get("tags", [])]
     ns: dict = {}
     exec(compile(cells[0].source, f"{stem}.md:parameters", "exec"), ns)  # noqa: S102 - our own chapter
-    return ns
+    setting = ns.get("SETTING")   # a chapter whose experiment reads its sizes from the plan (an experiments.Setting)
+    return {**ns, "PROFILE": setting.profile, **setting.sizes} if setting is not None else ns
 
 
 # --------------------------------------------------------------------------- which profile

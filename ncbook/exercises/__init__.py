@@ -38,6 +38,7 @@ from ._primer import check_zero_threshold
 from ._reweighting import check_balanced_batch_loss
 from ._reweighting import check_cb_weight_ratio
 from ._reweighting import check_ema_inverse_weights
+from ._reweighting import check_expected_batch_factor
 from ._reweighting import check_macro_factors
 from ._reweighting import check_official_coefficients
 from ._seli import check_collapse_lambda
@@ -70,6 +71,7 @@ __all__ = [
     "check_balanced_batch_loss",
     "check_cb_weight_ratio",
     "check_ema_inverse_weights",
+    "check_expected_batch_factor",
     "check_macro_factors",
     "check_official_coefficients",
     "check_collapse_lambda",

@@ -25,6 +25,7 @@ __all__ = [
     "check_balanced_batch_loss",
     "check_cb_weight_ratio",
     "check_ema_inverse_weights",
+    "check_expected_batch_factor",
     "check_macro_factors",
     "check_official_coefficients",
 ]
@@ -102,6 +103,34 @@ MACRO_FACTORS = Exercise("macro_factors", params=("batch_counts", "kappa"), case
 def check_macro_factors(student: Callable) -> CheckResult:
     """Check ``student(batch_counts, kappa)`` -> (C,) ``max(B_c, 1)^-kappa`` normalised to mean 1."""
     return MACRO_FACTORS.check(student)
+
+
+def _batch_factor_cases(rng):
+    yield {"counts": _f64([124, 80, 51, 33, 21, 14, 9, 5, 3, 2]), "macro": torch.ones(10, dtype=torch.float64)}
+    yield {"counts": _f64([30, 10]), "macro": _f64([0.5, 1.5])}
+    for _ in range(3):
+        c = int(rng.integers(2, 11))
+        beta = rng.uniform(0.1, 3.0, c)
+        yield {"counts": _f64(np.sort(rng.integers(1, 500, c))[::-1].copy()), "macro": _f64(beta / beta.mean())}
+
+
+def _batch_factor_reference(counts, macro):
+    """E[b_c] / b = pi_c for a uniform draw without replacement, so the expectation is the pi-weighted mean."""
+    return float(np.average(np.asarray(macro, dtype=np.float64), weights=np.asarray(counts, dtype=np.float64)))
+
+
+EXPECTED_BATCH_FACTOR = Exercise("expected_batch_factor", params=("counts", "macro"), cases=_batch_factor_cases,
+                                 reference=_batch_factor_reference, atol=1e-12, rtol=1e-10)
+
+
+def check_expected_batch_factor(student: Callable) -> CheckResult:
+    """Check ``student(counts, macro)`` -> the expected batch factor ``E[sum_c beta_c b_c / b]``.
+
+    A batch of ``b`` samples drawn uniformly without replacement from a training set with ``counts[c]``
+    samples of class ``c`` holds ``b_c`` of class ``c``; ``macro`` holds the macro factors ``beta_c``.
+    ``counts`` and ``macro`` are float64 tensors of shape (C,).
+    """
+    return EXPECTED_BATCH_FACTOR.check(student)
 
 
 # --------------------------------------------------------------------------- ex-reweighting-3
@@ -214,4 +243,5 @@ def check_ema_inverse_weights(student: Callable) -> CheckResult:
     return EMA_INVERSE_WEIGHTS.check(student)
 
 
-EXERCISES = (OFFICIAL_COEFFICIENTS, MACRO_FACTORS, BALANCED_BATCH_LOSS, CB_WEIGHT_RATIO, EMA_INVERSE_WEIGHTS)
+EXERCISES = (OFFICIAL_COEFFICIENTS, MACRO_FACTORS, EXPECTED_BATCH_FACTOR, BALANCED_BATCH_LOSS, CB_WEIGHT_RATIO,
+             EMA_INVERSE_WEIGHTS)

@@ -20,6 +20,12 @@ from ._core import Setting
 from ._core import markdown_table
 from ._core import record_claims
 from ._core import run_jobs
+from ._inverse_reweighting import Method
+from ._inverse_reweighting import ReweightingComparison
+from ._inverse_reweighting import compare_reweighting
+from ._inverse_reweighting import inverse_reweighting_checks
+from ._inverse_reweighting import quoted_reweighting_results
+from ._inverse_reweighting import reweighting_setting
 from ._verdicts import Verdict
 from ._verdicts import compare_means
 from ._verdicts import exceeds
@@ -27,23 +33,29 @@ from ._verdicts import matches
 from ._verdicts import seed_noise
 
 __all__ = [
+    "batch_negatives",
     "BatchNegatives",
     "Claim",
-    "CollapsePoints",
-    "ContrastiveNetworks",
-    "ExperimentResult",
-    "Setting",
-    "Verdict",
-    "batch_negatives",
     "collapse_points",
+    "CollapsePoints",
     "compare_means",
+    "compare_reweighting",
     "contrastive_model",
     "contrastive_networks",
     "contrastive_setting",
+    "ContrastiveNetworks",
     "exceeds",
+    "ExperimentResult",
+    "inverse_reweighting_checks",
     "markdown_table",
     "matches",
+    "Method",
+    "quoted_reweighting_results",
     "record_claims",
+    "reweighting_setting",
+    "ReweightingComparison",
     "run_jobs",
     "seed_noise",
+    "Setting",
+    "Verdict",
 ]

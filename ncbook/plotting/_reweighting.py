@@ -62,7 +62,7 @@ def class_loss_curves(class_losses, ax=None, *, x=None, counts: Sequence[int] | 
     return ax
 
 
-def loss_imbalance_curves(curves: Mapping[str, Sequence], ax=None, *, switch: float | None = None,
+def loss_imbalance_curves(curves: Mapping[str, Sequence], ax=None, *, x=None, switch: float | None = None,
                           title: str | None = None, xlabel: str = "epoch"):
     r"""The loss imbalance :math:`\rho = \operatorname{std}_c L_c / \operatorname{mean}_c L_c` of each method against time.
 
@@ -71,6 +71,8 @@ def loss_imbalance_curves(curves: Mapping[str, Sequence], ax=None, *, switch: fl
     curves : mapping method -> array-like of shape (T, C)
         Per-class (training) losses per epoch, as :func:`class_loss_curves` takes them.
     ax : Axes, optional
+    x : array-like of shape (T,), optional
+        Abscissae shared by every curve (``0..T-1`` by default), e.g. the epochs a run evaluated.
     switch : float, optional
         Epoch drawn as a dotted vertical line (e.g. where reweighting starts).
 
@@ -81,14 +83,17 @@ def loss_imbalance_curves(curves: Mapping[str, Sequence], ax=None, *, switch: fl
     Raises
     ------
     ValueError
-        If a curve is not of shape (T, C).
+        If a curve is not of shape (T, C), or ``x`` does not have one entry per row of every curve.
     """
     ax = new_axes(ax, figsize=(6.5, 3.2))
     for name, color in zip(curves, method_colors(len(curves))):
         y = np.asarray(curves[name], dtype=float)
         if y.ndim != 2:
             raise ValueError(f"curves[{name!r}] must have shape (T, C); got {y.shape}.")
-        ax.plot(np.arange(y.shape[0]), loss_imbalance(y).numpy(), color=color, label=name, lw=1.4)
+        xs = np.arange(y.shape[0]) if x is None else np.asarray(x, dtype=float)
+        if xs.shape != (y.shape[0],):
+            raise ValueError(f"x must have one entry per row of curves[{name!r}] ({y.shape[0]}); got shape {xs.shape}.")
+        ax.plot(xs, loss_imbalance(y).numpy(), color=color, label=name, lw=1.4)
     if switch is not None:
         ax.axvline(switch, color="k", ls=":", lw=0.8)
     ax.set_yscale("log")
