@@ -91,6 +91,7 @@ def _check_sizes(sizes: dict) -> dict:
         out[key] = check_int(key, out[key], low)
     out["LR"], out["WD"] = check_positive("LR", out["LR"]), check_nonnegative("WD", out["WD"])
     out["NOISE"] = check_nonnegative("NOISE", out["NOISE"])
+    out["AMP"] = check_bool("AMP", out["AMP"])
     for key in ("EMA", "EMAS", "C_BARS"):
         values = out[key] if key != "EMA" else (out[key],)
         if not isinstance(values, (tuple, list)):
@@ -117,7 +118,8 @@ def mr2_setting(*, profile: str | None = None, scale: str | None = None, **chang
         Sizes to change, by their plan name in lower or upper case: ``steps`` (optimiser steps a run),
         ``batch``, ``seeds``, ``lr``, ``wd``, ``warmup`` (epochs), ``noise`` (digits' pixel noise, in
         standardised pixel units), ``ema`` (the EMA decay of the main table), ``c_bars`` and ``emas``
-        (the ablations), ``dataset``, ``subset``, ``num_classes``.
+        (the ablations), ``amp`` (bf16 autocast where the device has it, see :func:`ncbook.train.fit`;
+        the quick profile trains in float32 on every CPU), ``dataset``, ``subset``, ``num_classes``.
 
     Returns
     -------
@@ -257,7 +259,7 @@ def _configs(runs, sizes, dataset: _Data, profile: str) -> list:
     """The jobs' keyword arguments; a checkpoint folder per run at the gpu and full profiles."""
     epochs = _epochs(sizes, len(dataset.train[1]))
     shared = dict(epochs=epochs, batch_size=sizes["BATCH"], lr=sizes["LR"], weight_decay=sizes["WD"],
-                  warmup_epochs=sizes["WARMUP"], nc_every=0, eval_every=0, amp=True,
+                  warmup_epochs=sizes["WARMUP"], nc_every=0, eval_every=0, amp=sizes["AMP"],
                   progress=_in_torchrun() and profiles.show_progress())
     out = []
     for r in runs:
@@ -275,7 +277,7 @@ def _configs(runs, sizes, dataset: _Data, profile: str) -> list:
 def _probe(dataset: _Data, sizes: dict, loss, parallel_runs: int) -> train.Throughput:
     return train.measure_fit(dataset.model, loss, dataset.train, batch_size=sizes["BATCH"], lr=sizes["LR"],
                              weight_decay=sizes["WD"], warmup_epochs=sizes["WARMUP"], augment=dataset.augment,
-                             amp=True, parallel_runs=1 if _in_torchrun() else parallel_runs)
+                             amp=sizes["AMP"], parallel_runs=1 if _in_torchrun() else parallel_runs)
 
 
 def _estimate(tp, dataset: _Data, sizes: dict, runs: int) -> float:
