@@ -293,14 +293,22 @@ def test_reproduction_page_reads_no_file_of_the_checkout():
 
 # --------------------------------------------------------------------------- the chapters' calls
 def _record_calls(path: Path) -> list[ast.Call]:
+    """The ``record_claim(...)`` and ``Claim(...)`` calls of a chapter's cells, or of an experiment module
+    (``ncbook/experiments/_<chapter>.py``: its claims are recorded by the chapter's ``record_claims``)."""
+    text = path.read_text()
+    sources = [text] if path.suffix == ".py" else _CELL.findall(text)
     calls = []
-    for source in _CELL.findall(path.read_text()):
+    for source in sources:
         lines = [ln for ln in source.splitlines() if not ln.startswith(":tags:")]
         tree = ast.parse("\n".join(lines))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
                 if name == "record_claim":
+                    calls.append(node)
+                elif name == "Claim":   # Claim(kind, claim, ...): the positional fields as keywords
+                    node.keywords = [ast.keyword(arg=k, value=v) for k, v in zip(("kind", "claim"), node.args)] + \
+                        node.keywords + [ast.keyword(arg="profile", value=ast.Constant("from record_claims"))]
                     calls.append(node)
     return calls
 
@@ -325,7 +333,9 @@ def _text(node: ast.expr) -> str:
     return ""
 
 
-CALLS = [(path.stem, call) for path in CHAPTER_FILES for call in _record_calls(path)]
+EXPERIMENT_FILES = sorted(p for p in (ROOT / "ncbook" / "experiments").glob("_*.py") if p.stem[1:] in CHAPTERS)
+CALLS = [(path.stem, call) for path in CHAPTER_FILES for call in _record_calls(path)] + \
+    [(path.stem[1:], call) for path in EXPERIMENT_FILES for call in _record_calls(path)]
 
 
 def _kw(call):
