@@ -266,7 +266,8 @@ def net():  # no BatchNorm: on CPUs its statistics would stay per rank
                                     16, 10)
 
 
-base = experiments.mr2_baseline(experiments.mr2_setting(), model=net, progress=False, results=results)
+setting = experiments.mr2_setting(amp=False)   # float32: bf16 products of half batches round differently
+base = experiments.mr2_baseline(setting, model=net, progress=False, results=results)
 comp = experiments.compare_mr2(base, progress=False, results=results)
 if train.is_main_process():
     torch.save({"table": comp.table, "margins": comp.final_margins, "statistics": base.statistics,
@@ -300,6 +301,6 @@ def test_two_gloo_processes_give_the_table_of_one(tmp_path):
     assert list(a.columns) == COLUMNS and len(a) == len(b) == 5 + 4 + 2   # one seed: 5 methods, 4 ablations, 2 heads
     pd.testing.assert_frame_equal(a[COLUMNS[:6]], b[COLUMNS[:6]])
     np.testing.assert_allclose(b[list(mr2.GROUPS)].to_numpy(), a[list(mr2.GROUPS)].to_numpy(), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(two["margins"], one["margins"], rtol=1e-4)
-    np.testing.assert_allclose(two["statistics"].to_numpy(), one["statistics"].to_numpy(), rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(two["margins"], one["margins"], rtol=2e-5)                 # float32 round-off
+    np.testing.assert_allclose(two["statistics"].to_numpy(), one["statistics"].to_numpy(), rtol=1e-4, atol=1e-6)
     assert one["claims"] == two["claims"]
