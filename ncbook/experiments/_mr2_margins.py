@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -495,17 +495,24 @@ def mr2_baseline(setting: Setting | None = None, *, seed: int = 0, model: Callab
 
     Examples
     --------
-    >>> base = mr2_baseline(mr2_setting(profile="quick", steps=20, seeds=2), progress=False)  # doctest: +SKIP
-    >>> list(base.table.columns)                                                              # doctest: +SKIP
-    ['method', 'seed', 'noise', 'easy', 'medium', 'hard', 'all']
+    Skipped as doctests: they start worker processes and train networks (``tests/test_experiments_mr2_margins.py``
+    runs the same calls).
+
+    >>> import tempfile
+    >>> tiny = mr2_setting(profile="quick", steps=5, seeds=2, c_bars=(), emas=())   # doctest: +SKIP
+    >>> base = mr2_baseline(tiny, progress=False, results=tempfile.mkdtemp())      # doctest: +SKIP
+    Cost at the quick profile on cpu (1 thread) (float32): this model trains ... Going on without waiting.
+    >>> list(base.table.columns), base.table["noise"].tolist()                     # doctest: +SKIP
+    (['method', 'seed', 'noise', 'easy', 'medium', 'hard', 'all'], [1.0, 1.0, 0.0])
     """
     setting = _check_setting(setting)
     seed = _check_call(seed, model, progress)
     clock, sizes = Stopwatch(), setting.sizes
     dataset = _load(sizes, seed, model)
     runs, later = _ce_runs(sizes, seed, dataset), _comparison_runs(sizes, seed, dataset)
-    tp_ce = _probe(dataset, sizes, F.cross_entropy, len(later))
-    tp_mr2 = _probe(dataset, sizes, _make_loss("MR2 both", dataset.num_classes, dataset.counts, sizes["EMA"]), len(later))
+    tp_ce = _probe(dataset, sizes, F.cross_entropy, len(later))        # also starts and warms the worker processes
+    tp_mr2 = replace(_probe(dataset, sizes, _make_loss("MR2 both", dataset.num_classes, dataset.counts, sizes["EMA"]), 1),
+                     workers=tp_ce.workers, parallel_slowdown=tp_ce.parallel_slowdown)   # MR2 steps cost more than CE's
     cost = train.ChapterCost(CHAPTER, results=(results or profiles.results_dir()) if train.is_main_process() else None,
                              checkpoints=None if setting.profile == "quick" else profiles.checkpoint_dir(CHAPTER))
     cost.add("CE", _estimate(tp_ce, dataset, sizes, len(runs)), tp_ce)
@@ -773,10 +780,16 @@ def compare_mr2(baseline: MR2Baseline | None = None, *, setting: Setting | None 
 
     Examples
     --------
-    >>> small = mr2_setting(profile="quick", steps=20, seeds=2)                        # doctest: +SKIP
-    >>> comparison = compare_mr2(mr2_baseline(small, progress=False), progress=False)   # doctest: +SKIP
-    >>> comparison.say("hard_gain", ("raises", "leaves level", "lowers"))               # doctest: +SKIP
-    'leaves level'
+    Skipped as doctests: they start worker processes and train networks (``tests/test_experiments_mr2_margins.py``
+    runs the same calls).
+
+    >>> import tempfile
+    >>> tiny = mr2_setting(profile="quick", steps=5, seeds=2, c_bars=(), emas=())           # doctest: +SKIP
+    >>> comparison = compare_mr2(setting=tiny, progress=False, results=tempfile.mkdtemp())  # doctest: +SKIP
+    >>> comparison.table.groupby("part").size().to_dict()                                  # doctest: +SKIP
+    {'cosine head': 2, 'main': 10}
+    >>> comparison.say("hard_gain", ("beats", "is level with", "trails"))                   # doctest: +SKIP
+    'is level with'
     """
     if baseline is None:
         baseline = mr2_baseline(setting, seed=seed, model=model, progress=progress, results=results)
@@ -790,7 +803,25 @@ def compare_mr2(baseline: MR2Baseline | None = None, *, setting: Setting | None 
     dataset, first = baseline.extras["data"], int(baseline.table["seed"].min())
     runs = _comparison_runs(sizes, first, dataset)
     outs = _timed_runs(baseline.extras["cost"], "comparison", _configs(runs, sizes, dataset, setting.profile), progress)
-    return _comparison_result(baseline, runs, outs, clock)
+    result = _comparison_result(baseline, runs, outs, clock)
+    if setting.profile == "full" and train.is_main_process():   # the method table, for the reproduction page
+        _save_table(result, results or profiles.results_dir(), first)
+    return result
+
+
+def _save_table(result: "MR2Comparison", folder, seed: int) -> None:
+    from ..book import save_result
+
+    sizes = result.setting.sizes
+    summary = result.group_summary()
+    metrics = {m: {"mean": {g: float(summary.loc[m, (g, "mean")]) for g in GROUPS},
+                   "std": {g: float(summary.loc[m, (g, "std")]) for g in GROUPS}} for m in summary.index}
+    config = dict(sizes, epochs=result.baseline.epochs, lam=LAMBDA_REP, model="ResNet-32", augment="crop+flip",
+                  schedule="cosine", scale=result.setting.scale,
+                  paper_recipe="WRN-28-10, 300 epochs, AutoAugment (not run here)")
+    save_result(folder, chapter=CHAPTER, setting=f"{sizes['DATASET']}-methods", seed=seed,
+                metrics=metrics | {"groups": {g: c.tolist() for g, c in result.baseline.groups.items()}},
+                wall_seconds=result.seconds + result.baseline.seconds, config=config)
 
 
 def _comparison_result(baseline: MR2Baseline, runs, outs, clock) -> MR2Comparison:
