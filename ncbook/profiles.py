@@ -430,11 +430,14 @@ PLANS = {
         "mr2_margins",
         # read by ncbook.experiments.mr2_setting; the quick profile runs digits with pixel noise and an MLP
         {"quick": dict(DATASET="digits", SUBSET=None, NUM_CLASSES=10, NOISE=1.0, STEPS=800, BATCH=64, LR=0.05, WD=5e-3,
-                       WARMUP=0, SEEDS=3, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=False),
+                       WARMUP=0, SEEDS=3, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=False,
+                       FIXED_MARGIN=1.0, LAMBDA_REP=0.1, COS_SCALE=16.0),
          "gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", NUM_CLASSES=10, NOISE=0.0, STEPS=36 * 39, BATCH=128,
-                     LR=0.1, WD=5e-4, WARMUP=2, SEEDS=1, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=True),
+                     LR=0.1, WD=5e-4, WARMUP=2, SEEDS=1, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=True,
+                     FIXED_MARGIN=1.0, LAMBDA_REP=0.1, COS_SCALE=16.0),
          "full": dict(DATASET="cifar100", SUBSET=None, NUM_CLASSES=100, NOISE=0.0, STEPS=200 * 390, BATCH=128, LR=0.1,
-                      WD=5e-4, WARMUP=5, SEEDS=3, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=True)},
+                      WD=5e-4, WARMUP=5, SEEDS=3, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=True,
+                      FIXED_MARGIN=1.0, LAMBDA_REP=0.1, COS_SCALE=16.0)},
         _work_mr2, 64.0, _QUICK_SOURCE),
 }
 

@@ -56,9 +56,6 @@ __all__ = ["MR2Baseline", "MR2Comparison", "compare_mr2", "mr2_baseline", "mr2_s
 CHAPTER = "mr2_margins"
 METHODS = ("CE", "fixed margins", "MR2 logit", "MR2 rep.", "MR2 both")
 GROUPS = ("easy", "medium", "hard", "all")
-FIXED_MARGIN = 1.0          # additive margin of the LDAM-style baseline, in logit units
-LAMBDA_REP = 0.1            # weight lambda_rep of the representation loss (the official code's)
-COS_SCALE = 16.0            # logit scale of the cosine head
 COS_P = 3.0                 # norm of MR2's statistics with the cosine head (the paper's example)
 LP_RANGE = 1e-3             # a range of margins above this (a tenth of a percent of gamma_bar = 1) is class-dependent
 DIGITS_TEST_PER_CLASS = 80  # digits: test images a class (the rest, 99-100 a class, train)
@@ -90,6 +87,9 @@ def _check_sizes(sizes: dict) -> dict:
     for key, low in (("STEPS", 1), ("BATCH", 2), ("SEEDS", 1), ("WARMUP", 0), ("NUM_CLASSES", 3)):
         out[key] = check_int(key, out[key], low)
     out["LR"], out["WD"] = check_positive("LR", out["LR"]), check_nonnegative("WD", out["WD"])
+    out["FIXED_MARGIN"] = check_nonnegative("FIXED_MARGIN", out["FIXED_MARGIN"])
+    out["LAMBDA_REP"] = check_nonnegative("LAMBDA_REP", out["LAMBDA_REP"])
+    out["COS_SCALE"] = check_positive("COS_SCALE", out["COS_SCALE"])
     out["NOISE"] = check_nonnegative("NOISE", out["NOISE"])
     out["AMP"] = check_bool("AMP", out["AMP"])
     for key in ("EMA", "EMAS", "C_BARS"):
@@ -119,7 +119,9 @@ def mr2_setting(*, profile: str | None = None, scale: str | None = None, **chang
         ``batch``, ``seeds``, ``lr``, ``wd``, ``warmup`` (epochs), ``noise`` (digits' pixel noise, in
         standardised pixel units), ``ema`` (the EMA decay of the main table), ``c_bars`` and ``emas``
         (the ablations), ``amp`` (bf16 autocast where the device has it, see :func:`ncbook.train.fit`;
-        the quick profile trains in float32 on every CPU), ``dataset``, ``subset``, ``num_classes``.
+        the quick profile trains in float32 on every CPU), ``fixed_margin`` (the LDAM-style baseline's
+        additive margin, logit units), ``lambda_rep`` (the weight of MR2's representation loss; the official
+        code's 0.1), ``cos_scale`` (the cosine head's logit scale), ``dataset``, ``subset``, ``num_classes``.
 
     Returns
     -------
@@ -210,14 +212,16 @@ def _load(sizes: dict, seed: int, model: Callable | None) -> _Data:
     return _Data(train_set, test_set, None, data.cifar_augment, model or functools.partial(_resnet, c), c)
 
 
-def _make_loss(method: str, num_classes: int, counts, ema: float, **options):
-    """A fresh loss of ``method`` (one of :data:`METHODS`); ``options`` change MR2Loss's settings."""
+def _make_loss(method: str, num_classes: int, counts, sizes: dict, **options):
+    """A fresh loss of ``method`` (one of :data:`METHODS`) with the setting's ``EMA``, ``LAMBDA_REP`` and
+    ``FIXED_MARGIN``; ``options`` change MR2Loss's settings."""
     if method == "CE":
         return F.cross_entropy
     if method == "fixed margins":
-        return losses.FixedMarginLoss(margins.ldam_margins(counts, max_margin=FIXED_MARGIN))
-    settings = {"MR2 logit": dict(lam=0.0), "MR2 rep.": dict(lam=LAMBDA_REP, logit_margins=False),
-                "MR2 both": dict(lam=LAMBDA_REP)}[method]
+        return losses.FixedMarginLoss(margins.ldam_margins(counts, max_margin=sizes["FIXED_MARGIN"]))
+    lam, ema = sizes["LAMBDA_REP"], sizes["EMA"]
+    settings = {"MR2 logit": dict(lam=0.0), "MR2 rep.": dict(lam=lam, logit_margins=False),
+                "MR2 both": dict(lam=lam)}[method]
     return losses.MR2Loss(num_classes, **({"ema": ema} | settings | options))
 
 
@@ -433,7 +437,7 @@ class MR2Baseline(ExperimentResult):
 
 
 def _ce_runs(sizes: dict, seed: int, dataset: _Data) -> list:
-    ce = functools.partial(_make_loss, "CE", dataset.num_classes, dataset.counts, sizes["EMA"])
+    ce = functools.partial(_make_loss, "CE", dataset.num_classes, dataset.counts, sizes)
     runs = [_Run("CE", "CE", seed + s, dict(model=dataset.model, loss=ce, features_on=dataset.test if s == 0 else None),
                  noise=sizes["NOISE"]) for s in range(sizes["SEEDS"])]
     if dataset.clean_test is not None and sizes["NOISE"]:   # the same network without the noise
@@ -444,7 +448,7 @@ def _ce_runs(sizes: dict, seed: int, dataset: _Data) -> list:
 
 def _comparison_runs(sizes: dict, seed: int, dataset: _Data) -> list:
     c, counts, ema = dataset.num_classes, dataset.counts, sizes["EMA"]
-    loss = functools.partial(_make_loss, num_classes=c, counts=counts, ema=ema)
+    loss = functools.partial(_make_loss, num_classes=c, counts=counts, sizes=sizes)
     runs = [_Run("main", m, seed + s, dict(model=dataset.model, loss=functools.partial(loss, m),
                                             keep_margins=m == "MR2 both" and s == 0), ema=ema if "MR2" in m else math.nan)
             for m in METHODS[1:] for s in range(sizes["SEEDS"])]
@@ -452,7 +456,7 @@ def _comparison_runs(sizes: dict, seed: int, dataset: _Data) -> list:
                   c_bar=v, ema=ema) for v in sizes["C_BARS"]]
     runs += [_Run("ablation", "MR2 both", seed, dict(model=dataset.model, loss=functools.partial(loss, "MR2 both", ema=v)),
                   ema=v) for v in sizes["EMAS"]]
-    cosine = functools.partial(_cosine, dataset.model, c, COS_SCALE)
+    cosine = functools.partial(_cosine, dataset.model, c, sizes["COS_SCALE"])
     mr2_p = functools.partial(loss, "MR2 both", p=COS_P, normalize_features=True)
     runs += [_Run("cosine head", "CE", seed, dict(model=cosine, loss=functools.partial(loss, "CE")), head="cosine"),
              _Run("cosine head", "MR2 both", seed, dict(model=cosine, loss=mr2_p), head="cosine", ema=ema)]
@@ -511,7 +515,7 @@ def mr2_baseline(setting: Setting | None = None, *, seed: int = 0, model: Callab
     dataset = _load(sizes, seed, model)
     runs, later = _ce_runs(sizes, seed, dataset), _comparison_runs(sizes, seed, dataset)
     tp_ce = _probe(dataset, sizes, F.cross_entropy, len(later))        # also starts and warms the worker processes
-    tp_mr2 = replace(_probe(dataset, sizes, _make_loss("MR2 both", dataset.num_classes, dataset.counts, sizes["EMA"]), 1),
+    tp_mr2 = replace(_probe(dataset, sizes, _make_loss("MR2 both", dataset.num_classes, dataset.counts, sizes), 1),
                      workers=tp_ce.workers, parallel_slowdown=tp_ce.parallel_slowdown)   # MR2 steps cost more than CE's
     cost = train.ChapterCost(CHAPTER, results=(results or profiles.results_dir()) if train.is_main_process() else None,
                              checkpoints=None if setting.profile == "quick" else profiles.checkpoint_dir(CHAPTER))
@@ -750,7 +754,7 @@ class MR2Comparison(ExperimentResult):
                   paper="MR2 applies to cosine classifiers (e.g. CLIP) through the L_p statistics",
                   source=f"{PAPER}, the section extending MR2 to cosine classifiers (statistics in an L_p norm)",
                   ours=cosine[0], tolerance=cosine[1], not_testable=one_seed,
-                  setting=f"{run}, cosine head with scale {COS_SCALE:g}, first seed"),
+                  setting=f"{run}, cosine head with scale {self.setting.sizes['COS_SCALE']:g}, first seed"),
         ]
 
 
@@ -816,7 +820,7 @@ def _save_table(result: "MR2Comparison", folder, seed: int) -> None:
     summary = result.group_summary()
     metrics = {m: {"mean": {g: float(summary.loc[m, (g, "mean")]) for g in GROUPS},
                    "std": {g: float(summary.loc[m, (g, "std")]) for g in GROUPS}} for m in summary.index}
-    config = dict(sizes, epochs=result.baseline.epochs, lam=LAMBDA_REP, model="ResNet-32", augment="crop+flip",
+    config = dict(sizes, epochs=result.baseline.epochs, model="ResNet-32", augment="crop+flip",
                   schedule="cosine", scale=result.setting.scale,
                   paper_recipe="WRN-28-10, 300 epochs, AutoAugment (not run here)")
     save_result(folder, chapter=CHAPTER, setting=f"{sizes['DATASET']}-methods", seed=seed,
