@@ -284,11 +284,12 @@ def _probe(dataset: _Data, sizes: dict, loss, parallel_runs: int) -> train.Throu
                              amp=sizes["AMP"], parallel_runs=1 if _in_torchrun() else parallel_runs)
 
 
-def _estimate(tp, dataset: _Data, sizes: dict, runs: int) -> float:
+def _estimate(parts, dataset: _Data, sizes: dict) -> float:
+    """Seconds of the runs ``parts`` = ``[(throughput, runs), ...]`` side by side in the worker processes."""
     n, n_test = len(dataset.train[1]), len(dataset.test[1])
-    one_after_another = train.fit_seconds(tp, n=n, epochs=_epochs(sizes, n), batch_size=sizes["BATCH"],
-                                          n_eval=n + n_test, evals=1, runs=runs)
-    return train.in_parallel(one_after_another, runs, tp)
+    one_after_another = sum(train.fit_seconds(tp, n=n, epochs=_epochs(sizes, n), batch_size=sizes["BATCH"],
+                                              n_eval=n + n_test, evals=1, runs=k) for tp, k in parts if k)
+    return train.in_parallel(one_after_another, sum(k for _, k in parts), parts[-1][0])
 
 
 def _timed_runs(cost: train.ChapterCost | None, name: str, configs: list, progress: bool | None):
@@ -519,8 +520,9 @@ def mr2_baseline(setting: Setting | None = None, *, seed: int = 0, model: Callab
                      workers=tp_ce.workers, parallel_slowdown=tp_ce.parallel_slowdown)   # MR2 steps cost more than CE's
     cost = train.ChapterCost(CHAPTER, results=(results or profiles.results_dir()) if train.is_main_process() else None,
                              checkpoints=None if setting.profile == "quick" else profiles.checkpoint_dir(CHAPTER))
-    cost.add("CE", _estimate(tp_ce, dataset, sizes, len(runs)), tp_ce)
-    cost.add("comparison", _estimate(tp_mr2, dataset, sizes, len(later)), tp_mr2)
+    with_mr2 = sum(isinstance(r.config["loss"](), losses.MR2Loss) for r in later)   # the others cost about CE's
+    cost.add("CE", _estimate([(tp_ce, len(runs))], dataset, sizes), tp_ce)
+    cost.add("comparison", _estimate([(tp_ce, len(later) - with_mr2), (tp_mr2, with_mr2)], dataset, sizes), tp_mr2)
     outs = _timed_runs(cost, "CE", _configs(runs, sizes, dataset, setting.profile), progress)
     return _baseline_result(setting, sizes, dataset, runs, outs, clock, cost)
 
