@@ -100,10 +100,15 @@ def test_the_baseline_table_statistics_and_split(tiny):
     assert sorted(np.concatenate(list(base.groups.values())).tolist()) == list(range(10))
     s = base.statistics
     assert list(s.columns) == ["accuracy", "mean_sq_norm", "spread", "relative_spread"] and len(s) == 10
-    # the spread by hand, on the features the result kept
-    h, y = base.features.double(), base.labels
-    by_hand = [float(((h[y == c] - h[y == c].mean(0)) ** 2).sum(1).mean()) for c in range(10)]
-    np.testing.assert_allclose(s["spread"], by_hand, rtol=1e-4)
+    # the spread by hand on each seed's test features, then the mean over the seeds
+    def spreads(h, y):
+        h = h.double()
+        return [float(((h[y == c] - h[y == c].mean(0)) ** 2).sum(1).mean()) for c in range(10)]
+
+    by_seed = [spreads(h, y) for h, y in base.extras["features_by_seed"]]
+    assert len(by_seed) == 2 and torch.equal(base.extras["features_by_seed"][0][0], base.features)
+    np.testing.assert_allclose(s["spread"], np.mean(by_seed, axis=0), rtol=1e-4)
+    np.testing.assert_allclose(s["accuracy"], base.class_accuracy.to_numpy().mean(0), rtol=1e-12)
     assert base.correlations["spread"] == pytest.approx(np.corrcoef(s["spread"], s["accuracy"])[0, 1], rel=1e-9)
     assert 0 < base.norm_share < 1 and base.epochs == max(1, round(30 * 64 / 997))
     cost = (folder / "costs" / "quick" / "mr2_margins.json").read_text()
