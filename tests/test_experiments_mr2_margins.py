@@ -9,7 +9,6 @@ BatchNorm: on CPUs BatchNorm statistics stay per rank, see ``ncbook.train.fit``)
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys

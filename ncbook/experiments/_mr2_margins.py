@@ -48,7 +48,7 @@ from scipy import stats
 from .. import data, losses, margins, metrics, models, profiles, train
 from .._validation import check_bool, check_callable, check_in, check_int, check_nonnegative, check_positive
 from ..margins import class_feature_statistics, mr2_margins
-from ._core import Claim, ExperimentResult, Setting, Stopwatch, _in_torchrun, markdown_table, run_jobs
+from ._core import Claim, ExperimentResult, Setting, Stopwatch, _in_torchrun, run_jobs
 from ._verdicts import Verdict, compare_means, exceeds, seed_noise
 
 __all__ = ["MR2Baseline", "MR2Comparison", "compare_mr2", "mr2_baseline", "mr2_setting"]
