@@ -308,7 +308,7 @@ def _timed_runs(cost: train.ChapterCost | None, name: str, configs: list, progre
     return outs
 
 
-# ----------------------------------------------------------------------------- verdict helpers
+# ----------------------------------------------------------------------------- correlations and verdict records
 def _corr(a, b) -> float:
     """Pearson correlation of two per-class arrays (float64)."""
     return float(np.corrcoef(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))[0, 1])
