@@ -478,7 +478,7 @@ def _work_inverse(p):
 def _work_mr2(p):
     n, n_test = (_GPU_BALANCED, _GPU_TEST) if p["SUBSET"] else (50000, 10000)
     epochs = max(1, round(p["STEPS"] * p["BATCH"] / n))
-    runs = {"CE": p["SEEDS"], "methods": 4 * p["SEEDS"], "ablations": 4, "cosine heads": 2}
+    runs = {"CE": p["SEEDS"], "comparison": 4 * p["SEEDS"] + len(p["C_BARS"]) + len(p["EMAS"]) + 2}  # + 2 cosine heads
     out = []
     for name, k in runs.items():
         t, e = _fit(n, epochs, p["BATCH"], n + n_test, 1)
@@ -534,10 +534,16 @@ PLANS = {
         _work_inverse, 163.0, _QUICK_SOURCE),
     "mr2_margins": ChapterPlan(
         "mr2_margins",
-        {"gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", NUM_CLASSES=10, STEPS=36 * 39, BATCH=128, LR=0.1, WD=5e-4,
-                     WARMUP=2, SEEDS=1),
-         "full": dict(DATASET="cifar100", SUBSET=None, NUM_CLASSES=100, STEPS=200 * 390, BATCH=128, LR=0.1, WD=5e-4,
-                      WARMUP=5, SEEDS=3)},
+        # read by ncbook.experiments.mr2_setting; the quick profile runs digits with pixel noise and an MLP
+        {"quick": dict(DATASET="digits", SUBSET=None, NUM_CLASSES=10, NOISE=1.0, STEPS=800, BATCH=64, LR=0.05, WD=5e-3,
+                       WARMUP=0, SEEDS=3, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=False,
+                       FIXED_MARGIN=1.0, LAMBDA_REP=0.1, COS_SCALE=16.0),
+         "gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", NUM_CLASSES=10, NOISE=0.0, STEPS=36 * 39, BATCH=128,
+                     LR=0.1, WD=5e-4, WARMUP=2, SEEDS=1, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=True,
+                     FIXED_MARGIN=1.0, LAMBDA_REP=0.1, COS_SCALE=16.0),
+         "full": dict(DATASET="cifar100", SUBSET=None, NUM_CLASSES=100, NOISE=0.0, STEPS=200 * 390, BATCH=128, LR=0.1,
+                      WD=5e-4, WARMUP=5, SEEDS=3, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=True,
+                      FIXED_MARGIN=1.0, LAMBDA_REP=0.1, COS_SCALE=16.0)},
         _work_mr2, 64.0, _QUICK_SOURCE),
 }
 

@@ -297,17 +297,12 @@ def _call_name(node: ast.Call) -> str:
 
 
 def _record_calls(path: Path) -> list[ast.Call]:
+    """The ``record_claim(...)`` calls of a chapter's cells."""
     calls = []
     for source in _CELL.findall(path.read_text()):
         lines = [ln for ln in source.splitlines() if not ln.startswith(":tags:")]
         tree = ast.parse("\n".join(lines))
         calls += [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _call_name(node) == "record_claim"]
-    # a chapter whose experiment (ncbook.experiments) builds its claims: the Claim(...) calls of its module,
-    # recorded by experiments.record_claims with the profile the results ran at
-    module = ROOT / "ncbook" / "experiments" / f"_{path.stem}.py"
-    if module.exists():
-        calls += [node for node in ast.walk(ast.parse(module.read_text()))
-                  if isinstance(node, ast.Call) and _call_name(node) == "Claim"]
     return calls
 
 

@@ -15,10 +15,11 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from ncbook.exercises import (check_bound_ratio, check_expected_batch_statistics, check_relative_spread_margins,
-                              check_representation_margin_loss)
-from ncbook.exercises._margins import (BOUND_RATIO, EXPECTED_BATCH_STATISTICS, RELATIVE_SPREAD_MARGINS,
-                                       _bound_ratio, _expected_batch_statistics, _relative_spread_margins)
+from ncbook.exercises import (check_bound_ratio, check_expected_batch_statistics, check_half_pull_distance,
+                              check_relative_spread_margins)
+from ncbook.exercises._margins import (BOUND_RATIO, EXPECTED_BATCH_STATISTICS, HALF_PULL_DISTANCE,
+                                       RELATIVE_SPREAD_MARGINS, _bound_ratio, _expected_batch_statistics,
+                                       _half_pull_distance, _relative_spread_margins)
 from ncbook.losses import representation_margin_loss
 from ncbook.margins import class_feature_statistics, mr2_margins
 from ncbook.plotting import group_accuracy_bars, variability_scatter
@@ -49,16 +50,8 @@ def relative_spread_margins(features, labels, num_classes, c_bar):
     return c_bar * num_classes * t / t.sum()
 
 
-def naive_rep_loss(features, labels, sbar, *, skip_singletons=True):  # loops over anchors and positives
-    values = []
-    for i in range(len(labels)):
-        d2 = [((features[j] - features[i]) ** 2).sum() - 2 * sbar for j in range(len(labels))
-              if j != i and labels[j] == labels[i]]
-        if d2:
-            values.append(torch.log1p(torch.exp(torch.stack(d2)).sum()))
-        elif not skip_singletons:
-            values.append(torch.zeros((), dtype=features.dtype))
-    return torch.stack(values).mean()
+def half_pull_distance(sbar, num_positives):
+    return 2 * sbar - np.log(num_positives)
 
 
 # --------------------------------------------------------------------------- bound_ratio
@@ -192,26 +185,38 @@ def test_relative_spread_margins_check():
     assert "not implemented yet" in check_relative_spread_margins(todo).message
 
 
-# --------------------------------------------------------------------------- the representation loss
-def test_representation_check():
-    assert check_representation_margin_loss(naive_rep_loss)
+# --------------------------------------------------------------------------- positives in the batch or the class
+@pytest.mark.parametrize("sbar, n_pos", [(0.25, 1), (1.5, 99), (0.0, 5), (7.3, 6)])
+def test_half_pull_reference_is_where_the_losss_gradient_is_one_half(sbar, n_pos):
+    """Independent of the closed form: the squared distance at which d loss / d distance = 1/2, found by root
+    finding on the autograd derivative of ncbook's representation loss for an anchor with n+ positives at it."""
+    from scipy.optimize import brentq
 
-    def counts_singletons(features, labels, sbar):  # averages over every anchor, singletons as 0
-        return naive_rep_loss(features, labels, sbar, skip_singletons=False)
+    def slope(dist2):
+        x = torch.tensor(float(dist2), dtype=torch.float64, requires_grad=True)
+        h = torch.cat([torch.zeros(1, 1, dtype=torch.float64), torch.sqrt(x).expand(n_pos, 1)])   # n+ at distance^2 x
+        per_anchor = representation_margin_loss(h, [0] * (n_pos + 1), sbar, reduction="none")
+        per_anchor[0].backward()              # the anchor's loss; its derivative in the common squared distance
+        return float(x.grad) - 0.5
 
-    res = check_representation_margin_loss(counts_singletons)
-    assert not res and "expected 0.97408" in res.message
-
-    def no_margin(features, labels, sbar):
-        return naive_rep_loss(features, labels, 0.0)
-
-    assert not check_representation_margin_loss(no_margin)
-    res = check_representation_margin_loss(lambda features, labels, sbar: representation_margin_loss(features, labels, sbar))
-    assert not res and "representation_margin_loss" in res.message
-    assert "not implemented yet" in check_representation_margin_loss(todo).message
+    centre = _half_pull_distance(sbar, n_pos)
+    root = brentq(slope, max(centre - 5.0, 1e-6), centre + 5.0, xtol=1e-12) if centre > 1e-3 else None
+    if root is not None:
+        assert root == pytest.approx(centre, rel=1e-7, abs=1e-9)
+    assert _half_pull_distance(sbar, n_pos) == pytest.approx(2 * sbar - math.log(n_pos), rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.parametrize("spec", [BOUND_RATIO, EXPECTED_BATCH_STATISTICS, RELATIVE_SPREAD_MARGINS])
+def test_half_pull_check():
+    assert check_half_pull_distance(half_pull_distance)
+    for wrong in (lambda sbar, num_positives: 2 * sbar + np.log(num_positives),        # the sign of the shift
+                  lambda sbar, num_positives: 2 * sbar - np.log(num_positives + 1),    # the anchor counted
+                  lambda sbar, num_positives: sbar - np.log(num_positives)):           # sigma_bar^2, not twice it
+        res = check_half_pull_distance(wrong)
+        assert not res and "expected" in res.message
+    assert "not implemented yet" in check_half_pull_distance(todo).message
+
+
+@pytest.mark.parametrize("spec", [BOUND_RATIO, EXPECTED_BATCH_STATISTICS, HALF_PULL_DISTANCE, RELATIVE_SPREAD_MARGINS])
 def test_cases_are_valid_for_any_secret(spec):
     """Every draw gives finite references (no empty class, no zero centred norm)."""
     for k in range(20):

@@ -33,6 +33,8 @@ CHAPTERS = ["nc_primer", "seli", "contrastive_imbalance", "weighted_contrastive"
 
 
 def _parameters(stem: str) -> dict:
+    """The values the chapter's parameters cell sets; for a chapter whose experiments size themselves
+    (``SETTING = experiments.<chapter>_setting()``), the profile and the sizes that setting holds."""
     cells = [c for c in jupytext.read(ROOT / "book" / f"{stem}.md").cells if "parameters" in c.metadata.get("tags", [])]
     ns: dict = {}
     exec(compile(cells[0].source, f"{stem}.md:parameters", "exec"), ns)  # noqa: S102 - our own chapter

@@ -28,8 +28,8 @@ from ._dgp import check_three_point_shift
 from ._dgp import check_xclr_status
 from ._margins import check_bound_ratio
 from ._margins import check_expected_batch_statistics
+from ._margins import check_half_pull_distance
 from ._margins import check_relative_spread_margins
-from ._margins import check_representation_margin_loss
 from ._primer import check_nc1
 from ._primer import check_nc1_label_noise
 from ._primer import check_nc2
@@ -61,8 +61,8 @@ __all__ = [
     "check_scl_collapse_k1",
     "check_bound_ratio",
     "check_expected_batch_statistics",
+    "check_half_pull_distance",
     "check_relative_spread_margins",
-    "check_representation_margin_loss",
     "check_nc1",
     "check_nc1_label_noise",
     "check_nc2",

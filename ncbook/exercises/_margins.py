@@ -10,12 +10,13 @@ The exercises:
 * ``bound_ratio`` (a derivation): how much the cube-root margins lower the schematic bound
   ``sum_c t_c^3 / gamma_c^2`` against uniform margins with the same mean;
 * ``expected_batch_statistics`` (a derivation): the expectations of a batch's plug-in estimates;
-* ``representation_margin_loss`` (the chapter's one implementation exercise);
+* ``half_pull_distance`` (a derivation): where the representation loss pulls at half strength, with
+  the positives of a batch or of the whole class;
 * ``relative_spread_margins`` (a variant the package does not contain): margins from the relative
   spread ``sigma_c^2 / ||mu_c - mu_G||^2``.
 
-The references of the first, second and fourth are private functions of this module: the package
-has no such functions, and a student's code cannot call them (the check watches its reference).
+The references are private functions of this module: the package has no such functions, and a
+student's code cannot call them (the check watches its reference).
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..losses import representation_margin_loss
 from ._core import CheckResult, Exercise
 
-__all__ = ["check_bound_ratio", "check_expected_batch_statistics", "check_relative_spread_margins",
-           "check_representation_margin_loss"]
+__all__ = ["check_bound_ratio", "check_expected_batch_statistics", "check_half_pull_distance",
+           "check_relative_spread_margins"]
 
 
 def _t(x, dtype=torch.float64):
@@ -99,31 +99,32 @@ def check_expected_batch_statistics(student) -> CheckResult:
     return EXPECTED_BATCH_STATISTICS.check(student)
 
 
-# --------------------------------------------------------------------------- the representation loss
-def _rep_cases(rng):
-    yield {"features": _t([[0.0], [1.0], [3.0]]), "labels": torch.tensor([0, 0, 1]), "sbar": 0.25}
-    yield {"features": _t(rng.standard_normal((9, 3))), "labels": torch.tensor([0, 0, 0, 1, 1, 2, 3, 3, 4]),
-           "sbar": 0.5}
-    n = int(rng.integers(8, 16))
-    labels = rng.integers(0, 3, n)
-    labels[:2] = 0  # at least one class with a positive
-    yield {"features": _t(rng.standard_normal((n, 4))), "labels": torch.as_tensor(labels),
-           "sbar": float(rng.uniform(0.5, 2.0))}
+# --------------------------------------------------------------------------- positives in the batch or the class
+def _half_pull_distance(sbar, num_positives) -> float:
+    """``2 sigma_bar^2 - ln n+``: where ``d/du ln(1 + n+ e^(u - 2 sigma_bar^2))`` is 1/2 (derived in the chapter)."""
+    return float(2.0 * float(sbar) - np.log(float(num_positives)))
 
 
-REPRESENTATION_MARGIN_LOSS = Exercise("representation_margin_loss", params=("features", "labels", "sbar"),
-                                      cases=_rep_cases, reference=lambda **kw: representation_margin_loss(**kw),
-                                      atol=1e-7, forbid=(representation_margin_loss,))
+def _pull_cases(rng):
+    yield {"sbar": 0.25, "num_positives": 1}            # one positive: the pull is half at 2 sigma_bar^2
+    yield {"sbar": 1.5, "num_positives": 99}            # the paper's sum over a class of 100 training samples
+    yield {"sbar": 0.0, "num_positives": 5}             # sigma_bar^2 = 0 (the official code's setting)
+    for _ in range(2):
+        yield {"sbar": float(rng.uniform(0.0, 20.0)), "num_positives": int(rng.integers(2, 500))}
 
 
-def check_representation_margin_loss(student) -> CheckResult:
-    """Check ``student(features, labels, sbar) -> scalar`` (mean over anchors that have a
-    positive) against :func:`ncbook.losses.representation_margin_loss`.
+HALF_PULL_DISTANCE = Exercise("half_pull_distance", params=("sbar", "num_positives"), cases=_pull_cases,
+                              reference=_half_pull_distance, atol=1e-9, rtol=1e-9)
 
-    Cases include singleton classes: their anchors must be skipped, not counted as 0
-    and not turned into NaN.
+
+def check_half_pull_distance(student) -> CheckResult:
+    """Check ``student(sbar, num_positives) -> float``: the squared distance at which the representation
+    margin loss of an anchor whose ``num_positives`` positives all lie at that distance pulls at half its
+    full strength (its derivative in the squared distance is 1/2), for the mean spread ``sbar``.
+
+    Cases: one positive, a class of 100 training samples, ``sbar = 0`` and random spreads and counts.
     """
-    return REPRESENTATION_MARGIN_LOSS.check(student)
+    return HALF_PULL_DISTANCE.check(student)
 
 
 # --------------------------------------------------------------------------- a margin statistic of our own
@@ -173,4 +174,4 @@ def check_relative_spread_margins(student) -> CheckResult:
     return RELATIVE_SPREAD_MARGINS.check(student)
 
 
-EXERCISES = (BOUND_RATIO, EXPECTED_BATCH_STATISTICS, REPRESENTATION_MARGIN_LOSS, RELATIVE_SPREAD_MARGINS)
+EXERCISES = (BOUND_RATIO, EXPECTED_BATCH_STATISTICS, HALF_PULL_DISTANCE, RELATIVE_SPREAD_MARGINS)

@@ -26,6 +26,11 @@ from ._inverse_reweighting import compare_reweighting
 from ._inverse_reweighting import inverse_reweighting_checks
 from ._inverse_reweighting import quoted_reweighting_results
 from ._inverse_reweighting import reweighting_setting
+from ._mr2_margins import MR2Baseline
+from ._mr2_margins import MR2Comparison
+from ._mr2_margins import compare_mr2
+from ._mr2_margins import mr2_baseline
+from ._mr2_margins import mr2_setting
 from ._verdicts import Verdict
 from ._verdicts import compare_means
 from ._verdicts import exceeds
@@ -39,6 +44,7 @@ __all__ = [
     "collapse_points",
     "CollapsePoints",
     "compare_means",
+    "compare_mr2",
     "compare_reweighting",
     "contrastive_model",
     "contrastive_networks",
@@ -50,6 +56,10 @@ __all__ = [
     "markdown_table",
     "matches",
     "Method",
+    "mr2_baseline",
+    "mr2_setting",
+    "MR2Baseline",
+    "MR2Comparison",
     "quoted_reweighting_results",
     "record_claims",
     "reweighting_setting",

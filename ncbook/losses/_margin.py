@@ -123,7 +123,10 @@ def representation_margin_loss(
         \qquad \bar\sigma^2 = \frac1C\sum_c \sigma_c^2 ,
 
     with :math:`\mathcal B_y` the batch's samples of class :math:`y` (the paper writes :math:`\ell_{\bar s}`,
-    :math:`D_y`, :math:`\phi`, :math:`\bar s`). The paper's form is ``tau = 1`` with the outer factor 1; it
+    :math:`\phi`, :math:`\bar s`). The positives are those of the batch, as in the official code; the
+    paper's formula sums over :math:`D_y`, the other *training* samples of class :math:`y`, so with about
+    ``b / C`` positives instead of ``n_c`` this batch value is not an estimate of the paper's (fewer terms,
+    a smaller logarithm). The paper's form is ``tau = 1`` with the outer factor 1; it
     penalises same-class pairs farther apart than ``2 sigma_bar^2`` (the expected squared distance of two
     samples from a class of spread ``sigma_bar^2``), pulling classes together. Computed
     stably as a log-sum-exp. Anchors with no positive in the batch are skipped (their

@@ -44,7 +44,7 @@ def variability_scatter(variability, accuracy, ax=None, *, labels: Sequence[str]
 
 def group_accuracy_bars(table: Mapping[str, Mapping[str, float]], ax=None, *,
                         errors: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None,
-                        ylim: tuple[float, float] | None = None):
+                        ylim: tuple[float, float] | None = None, zoom: bool = False):
     """Grouped bars: one group of bars per difficulty group, one bar per method.
 
     Parameters
@@ -53,10 +53,21 @@ def group_accuracy_bars(table: Mapping[str, Mapping[str, float]], ax=None, *,
         Every method must have the same groups (e.g. easy, medium, hard, all).
     errors : same layout, optional
         Error-bar half widths (e.g. standard deviations over seeds).
+    ylim : (float, float), optional
+        The vertical axis' limits.
+    zoom : bool
+        Without ``ylim``: start the vertical axis 0.1 below the lowest bar (less its error bar, at least 0)
+        and end it 0.02 above the highest error bar (at most 1.05), so that small differences show.
 
     Returns
     -------
     matplotlib Axes
+
+    Examples
+    --------
+    >>> ax = group_accuracy_bars({"CE": {"easy": 0.9, "hard": 0.7}, "MR2": {"easy": 0.91, "hard": 0.72}}, zoom=True)
+    >>> [round(float(v), 2) for v in ax.get_ylim()]
+    [0.6, 0.93]
     """
     methods = list(table)
     if not methods:
@@ -72,6 +83,11 @@ def group_accuracy_bars(table: Mapping[str, Mapping[str, float]], ax=None, *,
         ax.bar(x + (i - (len(methods) - 1) / 2) * width, vals, width, yerr=err, label=m, capsize=2, color=colors[i])
     ax.set_xticks(x, groups)
     ax.set_ylabel("mean per-class accuracy")
+    if ylim is None and zoom:
+        err = {m: {g: (0.0 if errors is None else float(errors[m][g])) for g in groups} for m in methods}
+        low = min(float(table[m][g]) - err[m][g] for m in methods for g in groups)
+        high = max(float(table[m][g]) + err[m][g] for m in methods for g in groups)
+        ylim = (max(0.0, low - 0.1), min(1.05, high + 0.02))
     if ylim is not None:
         ax.set_ylim(*ylim)
     legend_outside(ax)
