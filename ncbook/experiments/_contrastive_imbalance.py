@@ -778,7 +778,7 @@ def contrastive_networks(setting: Setting | None = None, *, seed: int = 0, tempe
     for i, out in zip(order, done):
         outputs[i] = out
     if cost is not None:
-        cost._measured("contrastive networks", time.perf_counter() - t0)
+        cost.record("contrastive networks", time.perf_counter() - t0)
     table, histories = _network_table(runs, configs, outputs, temperature)
     extras = {"optimum": _optimum_curves(table, temperature)}
     if setting.profile == "full" and main:
@@ -821,8 +821,7 @@ def _announce(configs, order, device, results, checkpoints, workers):
     tp = probes[configs[order[0]]["k"]]
     cost = ChapterCost(CHAPTER, results=results, checkpoints=checkpoints)
     cost.add("contrastive networks", serial if in_workers == 1 else in_parallel(serial, len(configs), tp), tp)
-    cost.announce("contrastive networks")
-    cost._armed = None  # ChapterCost times the cell after an announcement; these runs are timed by the caller
+    cost.announce("contrastive networks", time_next_cell=False)   # the call times its own runs
     return cost
 
 

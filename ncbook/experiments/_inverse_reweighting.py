@@ -290,8 +290,7 @@ def _estimate(benches: list, jobs: list, model: Callable, s: dict, workers_runs:
 
 def _announce(cost, name: str, seconds: float, tp) -> None:
     cost.add(name, seconds, tp)
-    cost.announce(name)       # prints the estimate before training starts
-    cost._armed = None        # the call times its own training (below), not the notebook's next cell
+    cost.announce(name, time_next_cell=False)   # the estimate before training; the call times its own training
 
 
 # --------------------------------------------------------------------------- the call
@@ -429,7 +428,7 @@ def compare_reweighting(methods: Callable, *, seeds: Sequence[int] | None = None
     training = Stopwatch()
     outs = run_jobs(train.fit_run, [j for j, _ in jobs], progress=progress and main)
     if main:
-        cost._measured(name, training.seconds)
+        cost.record(name, training.seconds)
 
     by_name = {b.dataset: b for b in benches}
     rows, curves = [], {}

@@ -299,12 +299,11 @@ def _timed_runs(cost: train.ChapterCost | None, name: str, configs: list, progre
     """Announce the estimate of ``name``, run its jobs, record how long they took."""
     if cost is not None:
         if train.is_main_process():
-            cost.announce(name)
-        cost._armed = None      # the runs are timed here, not by the cell timer (which would time the next cell)
+            cost.announce(name, time_next_cell=False)   # the call times its own runs
     clock = Stopwatch()
     outs = run_jobs(_job, configs, progress=progress)
     if cost is not None:
-        cost._measured(name, clock.seconds)
+        cost.record(name, clock.seconds)
     return outs
 
 

@@ -715,8 +715,12 @@ class ChapterCost:
                 return f" (the plan assumes {entry.train_images_per_s:,.0f} on a {entry.device})"
         return ""
 
-    def announce(self, name: str) -> str:
-        """Print (and return) the estimate of the next cell ``name`` and of all long cells; time that cell."""
+    def announce(self, name: str, *, time_next_cell: bool = True) -> str:
+        """Print (and return) the estimate of the next cell ``name`` and of all long cells.
+
+        With ``time_next_cell`` (the default) the notebook's next cell is timed and recorded as ``name``; an
+        experiment that times its own work passes False and calls :meth:`record` itself.
+        """
         if name not in self.cells:
             raise ValueError(f"name must be a cell added with add(); got {name!r} (added: {list(self.cells)}).")
         c = self.cells[name]
@@ -736,10 +740,23 @@ class ChapterCost:
         self._announced = True
         text = "\n".join(lines)
         print(text)
-        if _install_timer():
+        if time_next_cell and _install_timer():
             self._armed = name
             _CellTimer.active = self
         return text
+
+    def record(self, name: str, seconds: float) -> None:
+        """Record what the long piece of work ``name`` (added with :meth:`add`) took, in seconds (>= 0), beside its
+        estimate in ``<results>/costs/<profile>/<chapter>.json``.
+
+        Raises
+        ------
+        ValueError
+            For a name not added, or a negative or non-finite ``seconds``.
+        """
+        if name not in self.cells:
+            raise ValueError(f"name must be a cell added with add(); got {name!r} (added: {list(self.cells)}).")
+        self._measured(name, check_nonnegative("seconds", seconds))
 
     def _measured(self, name: str, seconds: float) -> None:
         self.cells[name]["measured_s"] = float(seconds)
