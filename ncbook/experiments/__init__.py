@@ -17,17 +17,31 @@ from ._verdicts import compare_means
 from ._verdicts import exceeds
 from ._verdicts import matches
 from ._verdicts import seed_noise
+from ._weighted_contrastive import ContinuousLabelFits
+from ._weighted_contrastive import SupervisedPrototypes
+from ._weighted_contrastive import WeightedNetworks
+from ._weighted_contrastive import continuous_label_fits
+from ._weighted_contrastive import supervised_prototypes
+from ._weighted_contrastive import weighted_network_setting
+from ._weighted_contrastive import weighted_networks
 
 __all__ = [
     "Claim",
+    "ContinuousLabelFits",
     "ExperimentResult",
     "Setting",
+    "SupervisedPrototypes",
     "Verdict",
+    "WeightedNetworks",
     "compare_means",
+    "continuous_label_fits",
     "exceeds",
     "markdown_table",
     "matches",
     "record_claims",
     "run_jobs",
     "seed_noise",
+    "supervised_prototypes",
+    "weighted_network_setting",
+    "weighted_networks",
 ]
