@@ -55,8 +55,21 @@ PAPER = "Vock et al. 2026"
 #: when their Grams differ by at most ``SAME_RTOL`` of the larger Gram's largest entry (fits that reach the
 #: bound to 1e-8 still differ by up to about 1e-3 in far-apart pairs, whose weights are tiny; two optima of a
 #: degenerate family differ by tens of percent); a loss "reaches its bound" when the entropic gap is at most
-#: ``BOUND_ATOL``; a gap "stays open" above ``OPEN_GAP``.
-GRAM_ATOL, DISTORTED, SAME_RTOL, BOUND_ATOL, OPEN_GAP = 1e-4, 1e-2, 1e-2, 1e-8, 1e-4
+#: ``BOUND_ATOL`` (the fits stop at a gradient of 1e-6, which leaves gaps of 1e-9 to 1e-8 at an attained bound,
+#: against about 0.5 for a random embedding); a gap "stays open" above ``OPEN_GAP``.
+GRAM_ATOL, DISTORTED, SAME_RTOL, BOUND_ATOL, OPEN_GAP = 1e-4, 1e-2, 1e-2, 1e-7, 1e-4
+
+
+def _one_blas_thread(fn):
+    """Run ``fn`` with one BLAS thread: its dense problems are small (at most 256 x 256), and threaded BLAS
+    spins on a busy machine (an eigendecomposition of 256 x 256 ran 6x slower with 2 threads under load)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 def _claim(kind: str, text: str, verdict: Verdict, **fields) -> Claim:
@@ -136,9 +149,9 @@ class SupervisedPrototypes(ExperimentResult):
                    "prototype cosine minus the simplex's -1/(C - 1)", v["minorities_denser"],
                    paper="under class imbalance SupCon groups the minority classes more densely",
                    source=f"{PAPER}, section on supervised classification", setting=base),
-            _claim("paper", "Soft SupCon with epsilon = epsilon* keeps the regular simplex whatever the class sizes: "
-                   "largest deviation of the prototype Grams (balanced and imbalanced) from the simplex ETF's",
-                   v["soft_supcon"],
+            _claim("paper", "Soft SupCon with the temperature-matched epsilon keeps the regular simplex whatever the "
+                   "class sizes: largest deviation of the prototype Grams (balanced and imbalanced) from the simplex "
+                   "ETF's", v["soft_supcon"],
                    paper="Soft SupCon preserves a regular simplex geometry regardless of class imbalance "
                          "(temperature set correctly)",
                    source=f"{PAPER}, abstract",
@@ -153,9 +166,21 @@ def _class_weights(num_classes: int, epsilon: float | None) -> np.ndarray:
     return eye if epsilon is None else np.where(eye > 0, 1.0, epsilon)
 
 
-def _prototype_row(loss, classes, counts, epsilon, epsilon_star, sizes, seed):
+def _fit_job(fit: str, problem: tuple, **options):
+    """One free fit, here or in a worker process: ``fit_prototypes(counts, class_weights, ...)`` (``fit="prototypes"``)
+    or ``fit_free_embeddings(weights, ...)`` (``fit="embeddings"``); both run on one thread, so a worker gives the
+    numbers of this process."""
+    fn = {"prototypes": ufm.fit_prototypes, "embeddings": ufm.fit_free_embeddings}[fit]
+    return fn(*problem, **options)
+
+
+def _run_fits(jobs: list, progress) -> list:
+    """``[(fit, problem, options)]`` -> their :class:`ncbook.ufm.EmbeddingFit`, side by side in worker processes."""
+    return run_jobs(_fit_job, [dict(fit=f, problem=p, **o) for f, p, o in jobs], progress=progress)
+
+
+def _prototype_row(loss, classes, counts, epsilon, epsilon_star, sizes, fit):
     c, tau, dim = sizes["num_classes"], sizes["temperature"], sizes["dim"]
-    fit = ufm.fit_prototypes(counts, _class_weights(c, epsilon), temperature=tau, dim=dim, seed=seed)
     gram = fit.solution @ fit.solution.T
     labels = np.repeat(np.arange(c), counts)
     weights = losses.supcon_weights(labels) if epsilon is None else losses.soft_supcon_weights(labels, epsilon)
@@ -168,15 +193,13 @@ def _prototype_row(loss, classes, counts, epsilon, epsilon_star, sizes, seed):
     return row, gram
 
 
-def _collapse_check(sizes, seed) -> dict:
+def _collapse_check(sizes, fit, prototypes) -> dict:
     """A sample-level SupCon fit: do the samples of a class coincide, at the class-level prototypes?"""
-    c, tau, dim, counts = sizes["num_classes"], sizes["temperature"], sizes["dim"], sizes["collapse_counts"]
-    labels = np.repeat(np.arange(c), counts)
-    fit = ufm.fit_free_embeddings(losses.supcon_weights(labels), temperature=tau, dim=dim, seed=seed)
+    labels = np.repeat(np.arange(sizes["num_classes"]), sizes["collapse_counts"])
     cos = fit.solution @ fit.solution.T
-    protos = ufm.fit_prototypes(counts, np.eye(c), temperature=tau, dim=dim, seed=seed).solution
-    means = np.stack([fit.solution[labels == k].mean(0) for k in range(c)])
+    means = np.stack([fit.solution[labels == k].mean(0) for k in range(sizes["num_classes"])])
     means /= np.linalg.norm(means, axis=1, keepdims=True)
+    protos = prototypes.solution
     return {"within": float(1 - cos[labels[:, None] == labels[None, :]].min()),
             "prototype_difference": float(np.abs(means @ means.T - protos @ protos.T).max())}
 
@@ -189,16 +212,18 @@ def _random_gap(counts, sizes, seed) -> float:
     return float(value) - losses.prototype_entropic_lower_bound(counts, np.eye(c))
 
 
+@_one_blas_thread
 def supervised_prototypes(*, num_classes: int = 4, dim: int = 8, temperature: float = 0.1, majority: int = 40,
                           minority: int = 10, epsilon_factors=(10.0, 0.1), seed: int = 0,
-                          profile: str | None = None) -> SupervisedPrototypes:
+                          profile: str | None = None, progress: bool | None = None) -> SupervisedPrototypes:
     """Fit SupCon and Soft SupCon prototypes, balanced and imbalanced, and Soft SupCon around ``epsilon*``.
 
     The class-level problem (:func:`ncbook.ufm.fit_prototypes`, Adam then L-BFGS in float64) with
     ``num_classes`` classes of ``minority`` samples each (balanced) or one class of ``majority`` samples and
     ``num_classes - 1`` of ``minority`` (imbalanced). Soft SupCon runs at ``epsilon* = exp(-C / ((C - 1) tau))``
     and, on the imbalanced classes, at ``epsilon* x`` each of ``epsilon_factors``. The sizes are the same in
-    every profile (seconds on a CPU).
+    every profile (seconds on a CPU); the fits run side by side in worker processes
+    (:func:`ncbook.experiments.run_jobs`), each on one thread, with the numbers of a run in this process.
 
     Parameters
     ----------
@@ -214,6 +239,8 @@ def supervised_prototypes(*, num_classes: int = 4, dim: int = 8, temperature: fl
         Seed of the random starts.
     profile : str, optional
         The profile the records name (default :func:`ncbook.profile`).
+    progress : bool, optional
+        A progress bar over the fits (default :func:`ncbook.show_progress`).
 
     Returns
     -------
@@ -226,7 +253,7 @@ def supervised_prototypes(*, num_classes: int = 4, dim: int = 8, temperature: fl
 
     Examples
     --------
-    >>> res = supervised_prototypes(num_classes=3, dim=3, majority=6, minority=2, epsilon_factors=())
+    >>> res = supervised_prototypes(num_classes=3, dim=3, majority=6, minority=2, epsilon_factors=(), progress=False)
     >>> res.table[["loss", "classes", "status"]].values.tolist()[:2]
     [['SupCon', 'balanced', 'inconsistent'], ['SupCon', 'imbalanced', 'inconsistent']]
     >>> [c.verdict for c in res.claims()]
@@ -239,8 +266,12 @@ def supervised_prototypes(*, num_classes: int = 4, dim: int = 8, temperature: fl
     tau = check_positive("temperature", temperature)
     minority = check_int("minority", minority, 2, what="samples of each minority class")
     majority = check_int("majority", majority, minority + 1, what="samples of the majority class (more than minority)")
+    if isinstance(epsilon_factors, (str, bytes)) or not hasattr(epsilon_factors, "__iter__"):
+        raise TypeError(f"epsilon_factors must be a sequence of positive numbers; got {type(epsilon_factors).__name__} "
+                        f"{epsilon_factors!r}.")
     factors = [check_positive("epsilon_factors", f) for f in epsilon_factors]
     seed = check_int("seed", seed, 0)
+    progress = check_bool("progress", progress, allow_none=True)
     watch = Stopwatch()
     counts = {"balanced": [minority] * c, "imbalanced": [majority] + [minority] * (c - 1)}
     sizes = dict(num_classes=c, dim=dim, temperature=tau, counts=counts, collapse_counts=[6] + [2] * (c - 1))
@@ -248,16 +279,21 @@ def supervised_prototypes(*, num_classes: int = 4, dim: int = 8, temperature: fl
                              lambda z: f"free prototypes, C = {z['num_classes']}, d = {z['dim']}, tau = "
                                        f"{z['temperature']:g}, Adam then L-BFGS, float64", profile=profile)
     eps_star = math.exp(-c / ((c - 1) * tau))
+    options = dict(temperature=tau, dim=dim, seed=seed)
+    runs = [(loss, classes, eps) for loss, eps in (("SupCon", None), ("Soft SupCon", eps_star)) for classes in counts]
+    runs += [("Soft SupCon", "imbalanced", eps_star * factor) for factor in factors]
+    collapse = sizes["collapse_counts"]
+    jobs = [("prototypes", (counts[classes], _class_weights(c, eps)), options) for _, classes, eps in runs]
+    jobs += [("embeddings", (losses.supcon_weights(np.repeat(np.arange(c), collapse)),), options),
+             ("prototypes", (collapse, np.eye(c)), options)]
+    fits = _run_fits(jobs, progress)
     rows, grams = [], {}
-    for loss, eps in (("SupCon", None), ("Soft SupCon", eps_star)):
-        for classes, cnt in counts.items():
-            row, grams[loss, classes] = _prototype_row(loss, classes, cnt, eps, eps_star, sizes, seed)
-            rows.append(row)
-    for factor in factors:
-        rows.append(_prototype_row("Soft SupCon", "imbalanced", counts["imbalanced"], eps_star * factor, eps_star,
-                                   sizes, seed)[0])
+    for (loss, classes, eps), fit in zip(runs, fits):
+        row, gram = _prototype_row(loss, classes, counts[classes], eps, eps_star, sizes, fit)
+        rows.append(row)
+        grams.setdefault((loss, classes), gram)
     extras = {"grams": grams, "epsilon_star": eps_star, "random_gap": _random_gap(counts["imbalanced"], sizes, seed),
-              "collapse": _collapse_check(sizes, seed)}
+              "collapse": _collapse_check(sizes, *fits[-2:])}
     return SupervisedPrototypes(CHAPTER, setting, pd.DataFrame(rows), seconds=watch.seconds, extras=extras)
 
 
@@ -349,12 +385,10 @@ def _label_problems(sizes, seed):
     return y, e, problems
 
 
-def _fit_row(name, weights, latent, reference, status, unique_gram, sizes, start):
-    fit = ufm.fit_free_embeddings(weights, similarity=latent, temperature=sizes["temperature"], dim=sizes["dim"],
-                                  seed=start)
+def _fit_row(name, weights, latent, reference, status, unique_gram, sizes, start, fit):
     return {"objective": name, "embedding": "fit", "start": start, "status": status,
             **_metrics(fit.solution, weights, latent, reference, sizes),
-            "gram_error": _relative_gram_error(fit.solution, unique_gram), "seconds": fit.seconds}, fit.solution
+            "gram_error": _relative_gram_error(fit.solution, unique_gram), "seconds": fit.seconds}
 
 
 def _metrics(h, weights, latent, reference, sizes) -> dict:
@@ -375,15 +409,17 @@ def _circle_check(sizes, seed) -> dict:
     return {"status": res.status, "rank": res.rank, "error": error}
 
 
+@_one_blas_thread
 def continuous_label_fits(*, n: int = 64, dim: int = 8, sigma: float = 0.5, temperature: float = 0.2, starts: int = 3,
-                          seed: int = 0, profile: str | None = None) -> ContinuousLabelFits:
+                          seed: int = 0, profile: str | None = None, progress: bool | None = None) -> ContinuousLabelFits:
     """Fit Euclid-Euclid, y-Aware and X-CLR on free embeddings of continuous labels, from several starts.
 
     ``n`` labels uniform on the square ``[-1, 1]^2`` with Gaussian-kernel weights of width ``sigma``
     (Euclid-Euclid: Euclidean latent; y-Aware: cosine latent), and ``n`` unit label embeddings in general
     position in 3 dimensions with X-CLR weights at ``tau_s = 2 tau`` (cosine latent). Each objective is fitted
     (:func:`ncbook.ufm.fit_free_embeddings`) from ``starts`` random starts in ``dim`` dimensions, classified by
-    :mod:`ncbook.dgp`, and compared with a random embedding. The same sizes in every profile (seconds).
+    :mod:`ncbook.dgp`, and compared with a random embedding. The same sizes in every profile (seconds); the fits run
+    side by side in worker processes (:func:`ncbook.experiments.run_jobs`), with the numbers of a run here.
 
     Parameters
     ----------
@@ -398,6 +434,8 @@ def continuous_label_fits(*, n: int = 64, dim: int = 8, sigma: float = 0.5, temp
         Seeds the labels, the label embeddings and the starts (``seed``, ``seed + 1``, ...).
     profile : str, optional
         The profile the records name (default :func:`ncbook.profile`).
+    progress : bool, optional
+        A progress bar over the fits (default :func:`ncbook.show_progress`).
 
     Returns
     -------
@@ -410,7 +448,7 @@ def continuous_label_fits(*, n: int = 64, dim: int = 8, sigma: float = 0.5, temp
 
     Examples
     --------
-    >>> res = continuous_label_fits(n=12, dim=4, starts=2)
+    >>> res = continuous_label_fits(n=12, dim=4, starts=2, progress=False)
     >>> res.rows("Euclid-Euclid").status.tolist(), res.rows("y-Aware").status.tolist()[:1]
     (['feasible', 'feasible'], ['inconsistent'])
     >>> res.verdicts()["ee_unique"].holds
@@ -425,6 +463,7 @@ def continuous_label_fits(*, n: int = 64, dim: int = 8, sigma: float = 0.5, temp
                          f"got {dim}.")
     sigma, tau = check_positive("sigma", sigma), check_positive("temperature", temperature)
     starts, seed = check_int("starts", starts, 2, what="random starts per objective"), check_int("seed", seed, 0)
+    progress = check_bool("progress", progress, allow_none=True)
     watch = Stopwatch()
     sizes = dict(n=n, dim=dim, sigma=sigma, temperature=tau, label_dim=3, label_temperature=2 * tau, starts=starts)
     setting = Setting.active({p: sizes for p in profiles.PROFILES},
@@ -432,15 +471,19 @@ def continuous_label_fits(*, n: int = 64, dim: int = 8, sigma: float = 0.5, temp
                                        f"tau = {z['temperature']:g}, labels uniform on a square", profile=profile)
     y, e, problems = _label_problems(sizes, seed)
     h_random = np.random.default_rng(seed + starts).standard_normal((n, dim))
-    rows, embeddings, solutions = [], {}, {}
-    for name, (weights, latent, reference, solver) in problems.items():
-        res = solutions[name] = solver(weights, tau, dim)
-        unique = res.gram if res.status == "feasible" else None
-        for start in range(seed, seed + starts):
-            row, h = _fit_row(name, weights, latent, reference, res.status, unique, sizes, start)
-            rows.append(row)
-            embeddings.setdefault(name, h)
-        rows.append({"objective": name, "embedding": "random", "start": -1, "status": res.status,
+    solutions = {name: solver(weights, tau, dim) for name, (weights, _, _, solver) in problems.items()}
+    runs = [(name, start) for name in problems for start in range(seed, seed + starts)]
+    fits = _run_fits([("embeddings", (problems[name][0],), dict(similarity=problems[name][1], temperature=tau, dim=dim,
+                                                                seed=start)) for name, start in runs], progress)
+    rows, embeddings = [], {}
+    for (name, start), fit in zip(runs, fits):
+        weights, latent, reference, _ = problems[name]
+        res = solutions[name]
+        rows.append(_fit_row(name, weights, latent, reference, res.status,
+                             res.gram if res.status == "feasible" else None, sizes, start, fit))
+        embeddings.setdefault(name, fit.solution)
+    for name, (weights, latent, reference, _) in problems.items():
+        rows.append({"objective": name, "embedding": "random", "start": -1, "status": solutions[name].status,
                      **_metrics(h_random, weights, latent, reference, sizes), "gram_error": math.nan, "seconds": 0.0})
     extras = {"labels": y, "label_embeddings": e, "weights": {k: p[0] for k, p in problems.items()},
               "embeddings": embeddings, "solutions": solutions, "circle": _circle_check(sizes, seed)}
@@ -679,14 +722,25 @@ def _run_key(name, sizes, seed, cfg) -> str:
             f"|targets {tensor_digest(cfg['targets'])}")
 
 
+def _checkpoint_folder(profile: str) -> str:
+    """:func:`ncbook.checkpoint_dir` of this chapter for ``profile`` (the active profile's folder otherwise)."""
+    folder = Path(profiles.checkpoint_dir(CHAPTER))
+    return str(folder.parent.parent / profile / CHAPTER)
+
+
 def _images(batch, n: int) -> int:
     return n if batch is None or batch >= n else batch
 
 
 def _cost_estimate(problem, configs, parallel: int):
-    """Probe a few steps of each kind of run on this device; return ``(seconds, throughput)`` of the four runs."""
+    """Probe a few steps of each kind of run on this device; return ``(seconds, throughput)`` of the four runs.
+
+    Each kind's two runs cost ``steps_seconds(..., runs=2)`` one after another. On a CPU the four runs share
+    the worker processes (``tp.workers`` of them), each kind's steps slower there by its measured
+    ``parallel_slowdown``; on a GPU the workers share one device and the estimate assumes no overlap (as
+    :func:`ncbook.train.in_parallel` does)."""
     cfg = dict(configs)
-    est, tps = 0.0, []
+    total, tps = 0.0, []
     for name, eval_n in (("SupCon", len(problem["x"])), ("Euclid-Euclid", len(problem["x_test"]))):
         c = cfg[name]
         make = functools.partial(_make_model, c["dataset"], c["normalize"])
@@ -694,10 +748,11 @@ def _cost_estimate(problem, configs, parallel: int):
                                  similarity=c["similarity"], temperature=c["temperature"], batch_size=c["batch_size"],
                                  augment=c["augment"], seed=c["seed"], images_per_step=_images(c["batch_size"], len(c["x"])),
                                  parallel_runs=parallel)
-        est += train.steps_seconds(tp, steps=c["steps"], eval_images=eval_n, runs=2)
+        serial = train.steps_seconds(tp, steps=c["steps"], eval_images=eval_n, runs=2)
+        shared = tp.device_type == "cpu" and tp.workers > 1
+        total += serial * tp.parallel_slowdown / tp.workers if shared else serial
         tps.append(tp)
-    tp = max(tps, key=lambda t: t.parallel_slowdown)
-    return train.in_parallel(est, parallel, tp) if parallel > 1 else est, tp
+    return total, tps[0]
 
 
 def _class_metrics(z, y, weight_fn, counts, predicted, seed) -> dict:
@@ -757,6 +812,7 @@ def _save_full_results(setting, table, configs, results):
                     config=dict(recipe, temperature=cfg["temperature"], steps=cfg["steps"], batch_size=cfg["batch_size"]))
 
 
+@_one_blas_thread
 def weighted_networks(*, seed: int = 0, profile: str | None = None, scale: str | None = None, results=None,
                       progress: bool | None = None) -> WeightedNetworks:
     """Train networks with SupCon and Soft SupCon on STEP-imbalanced classes, and with Euclid-Euclid and y-Aware
@@ -797,7 +853,11 @@ def weighted_networks(*, seed: int = 0, profile: str | None = None, scale: str |
 
     Examples
     --------
-    >>> res = weighted_networks(profile="quick", progress=False)        # doctest: +SKIP
+    What the call runs at the quick profile (the call itself trains for seconds to minutes):
+
+    >>> weighted_network_setting("quick", "paper").text
+    'digits, MLP, 1000 steps (batch 128) for the classes, 600 steps (batch 256) for the target'
+    >>> res = weighted_networks(profile="quick")                          # doctest: +SKIP
     >>> res.table[["method", "r2_proc"]]                                  # doctest: +SKIP
     """
     seed = check_int("seed", seed, 0)
@@ -809,18 +869,21 @@ def weighted_networks(*, seed: int = 0, profile: str | None = None, scale: str |
     problem = _network_problem(sizes, seed)
     predicted = ufm.fit_prototypes(problem["batch_counts"], np.eye(len(problem["counts"])), temperature=NET_TEMPERATURE,
                                    dim=FEATURES, seed=seed).solution
-    checkpoints = None if setting.profile == "quick" else profiles.checkpoint_dir(CHAPTER)
+    checkpoints = None if setting.profile == "quick" else _checkpoint_folder(setting.profile)
     configs = _network_configs(sizes, problem, seed, checkpoints)
     world = _distributed_world()
     parallel = 1 if world > 1 else len(configs)
     seconds, tp = _cost_estimate(problem, configs, parallel)
     cost = train.ChapterCost(CHAPTER, results=results, checkpoints=checkpoints)
-    cost.add("networks", seconds / world, tp)
-    cost.announce("networks")
-    cost._armed = None            # this call times its own runs (not the notebook cell after it)
+    cost.profile, cost.scale = setting.profile, setting.scale      # the record names the setting's profile
+    cost.add("networks", seconds * math.ceil(len(configs) / world) / len(configs), tp)
+    if train.is_main_process():   # one announcement and one record under torchrun
+        cost.announce("networks")
+        cost._armed = None        # this call times its own runs, not the notebook cell after it
     trained = Stopwatch()
     outputs = _run_network_jobs([c for _, c in configs], progress)
-    cost._measured("networks", trained.seconds)
+    if train.is_main_process():
+        cost._measured("networks", trained.seconds)
     table, grams, embeddings, histories = _network_table(configs, outputs, problem, predicted, seed)
     grams["SupCon optimum"] = predicted @ predicted.T
     optimum = {"etf_deviation": _etf_deviation(grams["SupCon optimum"]),
