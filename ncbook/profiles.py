@@ -415,7 +415,7 @@ PLANS = {
     "weighted_contrastive": ChapterPlan(
         "weighted_contrastive",
         {"quick": dict(DATASET="digits", SUBSET=None, NET_COUNTS=[60] * 5 + [6] * 5, NET_STEPS=1000, NET_BATCH=128,
-                       REG_STEPS=600, REG_BATCH=256),   # read by ncbook.experiments.weighted_networks
+                       REG_STEPS=1200, REG_BATCH=256),   # read by ncbook.experiments.weighted_networks
          "gpu": dict(DATASET="cifar10", SUBSET="gpu", NET_COUNTS=[500] * 5 + [50] * 5, NET_STEPS=800, NET_BATCH=512,
                      REG_STEPS=800, REG_BATCH=512),
          "full": dict(DATASET="cifar10", SUBSET=None, NET_COUNTS=[5000] * 5 + [500] * 5, NET_STEPS=20000, NET_BATCH=1024,
