@@ -185,6 +185,7 @@ def test_networks_table_claims_and_cost_record(tiny_plan, capsys):
     _records_agree(res)
     out = capsys.readouterr().out
     assert "Going on without waiting" in out and "Next cell, networks" in out
+    assert "Training at the quick profile: digits, MLP, 6 steps (batch 16) for the classes" in out
     cost = json.loads((tiny_plan / "costs" / "quick" / "weighted_contrastive.json").read_text())
     assert cost["cells"]["networks"]["measured_s"] > 0
     claims = experiments.record_claims("weighted_contrastive", res, folder=tiny_plan)

@@ -876,6 +876,9 @@ def weighted_networks(*, seed: int = 0, profile: str | None = None, scale: str |
     watch = Stopwatch()
     setting = weighted_network_setting(profile, scale)
     sizes = setting.sizes
+    if train.is_main_process():
+        print(f"Training at the {setting.profile} profile{' (stand-in scale)' if setting.scale == 'smoke' else ''}: "
+              f"{setting.text}.")
     problem = _network_problem(sizes, seed)
     predicted = ufm.fit_prototypes(problem["batch_counts"], np.eye(len(problem["counts"])), temperature=NET_TEMPERATURE,
                                    dim=FEATURES, seed=seed).solution
