@@ -510,7 +510,9 @@ PLANS = {
         _work_contrastive, 51.0, _QUICK_SOURCE),
     "weighted_contrastive": ChapterPlan(
         "weighted_contrastive",
-        {"gpu": dict(DATASET="cifar10", SUBSET="gpu", NET_COUNTS=[500] * 5 + [50] * 5, NET_STEPS=800, NET_BATCH=512,
+        {"quick": dict(DATASET="digits", SUBSET=None, NET_COUNTS=[60] * 5 + [6] * 5, NET_STEPS=1000, NET_BATCH=128,
+                       REG_STEPS=1200, REG_BATCH=256),   # read by ncbook.experiments.weighted_networks
+         "gpu": dict(DATASET="cifar10", SUBSET="gpu", NET_COUNTS=[500] * 5 + [50] * 5, NET_STEPS=800, NET_BATCH=512,
                      REG_STEPS=800, REG_BATCH=512),
          "full": dict(DATASET="cifar10", SUBSET=None, NET_COUNTS=[5000] * 5 + [500] * 5, NET_STEPS=20000, NET_BATCH=1024,
                       REG_STEPS=20000, REG_BATCH=1024)},

@@ -357,8 +357,22 @@ def _kw(call):
     return {k.arg: k.value for k in call.keywords}
 
 
+def _experiment_claims(stem: str) -> list[tuple[str, str, dict]]:
+    """``(kind, claim sentence, keywords)`` of the claims a chapter's experiments build (``Claim(kind, claim, ...)``
+    or a helper ``_claim(kind, claim, verdict, ...)`` in ``ncbook/experiments/_<stem>.py``; their values and
+    tolerances come from the verdicts, and ``tests/test_experiments_<stem>.py`` records them)."""
+    path = ROOT / "ncbook" / "experiments" / f"_{stem}.py"
+    if not path.exists():
+        return []
+    return [(ast.literal_eval(node.args[0]), _text(node.args[1]), _kw(node)) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("Claim", "_claim") and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Constant)]
+
+
 def test_chapters_record_claims():
     stems = {stem for stem, _ in CALLS}
+    stems |= {path.stem for path in CHAPTER_FILES if "experiments.record_claims(" in path.read_text()
+              and _experiment_claims(path.stem)}
     assert set(CHAPTERS) <= stems, stems
 
 
@@ -395,7 +409,8 @@ def test_chapter_record_call(stem, call):
 
 
 def _claims(stem: str, kind: str) -> list[str]:
-    return [_text(_kw(c)["claim"]) for s, c in CALLS if s == stem and ast.literal_eval(_kw(c)["kind"]) == kind]
+    return [_text(_kw(c)["claim"]) for s, c in CALLS if s == stem and ast.literal_eval(_kw(c)["kind"]) == kind] + \
+        [text for k, text, _ in _experiment_claims(stem) if k == kind]
 
 
 # Claims the papers make (seeds and the fidelity review) that the chapters test: each recorded, the
@@ -428,7 +443,8 @@ def test_the_claims_a_chapter_tests_are_recorded_whole(stem, kind, fragment):
 
 
 def _call(stem: str, fragment: str) -> dict:
-    [kw] = [_kw(c) for s, c in CALLS if s == stem and fragment in _text(_kw(c)["claim"])]
+    [kw] = [_kw(c) for s, c in CALLS if s == stem and fragment in _text(_kw(c)["claim"])] + \
+        [kw for _, text, kw in _experiment_claims(stem) if fragment in text]
     return kw
 
 

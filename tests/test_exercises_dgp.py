@@ -154,20 +154,20 @@ def test_xclr_above_the_label_temperature_is_inconsistent_when_ones_leave_the_la
 
 # --------------------------------------------------------------------------- ex-wc-5 (a prediction, no check)
 def test_yaware_prediction_sets_are_not_the_chapters_and_go_the_other_way():
-    """ex-wc-5 asks about label sets the chapter does not classify before it: 40 square labels with sigma = 1
+    """ex-wc-5 asks about label sets the chapter does not classify before it: 24 square labels with sigma = 1
     (degenerate only at d = n - 1) and 10 line labels on [0, 3] with sigma = 0.5 (inconsistent in every
     dimension): the opposite of the chapter's square (sigma = 0.5) and line (12 labels, sigma = 1)."""
     from pathlib import Path
 
     from ncbook.losses import gaussian_kernel_weights
-    square = np.random.default_rng(0).uniform(-1, 1, (40, 2))        # SEED = 0, as in the chapter
+    square = np.random.default_rng(0).uniform(-1, 1, (24, 2))        # SEED = 0, as in the chapter
     line = np.linspace(0, 3, 10)[:, None]
     w_sq, w_ln = gaussian_kernel_weights(square, 1.0), gaussian_kernel_weights(line, 0.5)
-    assert [spherical_dgp(w_sq, 0.2, d).status for d in (8, 39)] == ["inconsistent", "degenerate"]
+    assert [spherical_dgp(w_sq, 0.2, d).status for d in (8, 23)] == ["inconsistent", "degenerate"]
     assert [spherical_dgp(w_ln, 0.2, d).status for d in (8, 9)] == ["inconsistent", "inconsistent"]
     text = (Path(__file__).resolve().parents[1] / "book" / "weighted_contrastive.md").read_text()
     exercise = text[text.index(":label: ex-wc-5"):]
-    assert "40 labels uniform on the square" in exercise and "10 evenly spaced labels" in exercise
-    assert "(40, 2)" in exercise and "np.linspace(0, 3, 10)" in exercise
+    assert "24 labels uniform on the square" in exercise and "10 evenly spaced labels" in exercise
+    assert "(24, 2)" in exercise and "np.linspace(0, 3, 10)" in exercise
     page = text[:text.index(":label: ex-wc-5")]
-    assert "np.linspace(0, 3" not in page and "(40, 2)" not in page
+    assert "np.linspace(0, 3" not in page and "(24, 2)" not in page

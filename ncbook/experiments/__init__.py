@@ -36,6 +36,13 @@ from ._verdicts import compare_means
 from ._verdicts import exceeds
 from ._verdicts import matches
 from ._verdicts import seed_noise
+from ._weighted_contrastive import ContinuousLabelFits
+from ._weighted_contrastive import SupervisedPrototypes
+from ._weighted_contrastive import WeightedNetworks
+from ._weighted_contrastive import continuous_label_fits
+from ._weighted_contrastive import supervised_prototypes
+from ._weighted_contrastive import weighted_network_setting
+from ._weighted_contrastive import weighted_networks
 
 __all__ = [
     "batch_negatives",
@@ -46,6 +53,8 @@ __all__ = [
     "compare_means",
     "compare_mr2",
     "compare_reweighting",
+    "continuous_label_fits",
+    "ContinuousLabelFits",
     "contrastive_model",
     "contrastive_networks",
     "contrastive_setting",
@@ -67,5 +76,10 @@ __all__ = [
     "run_jobs",
     "seed_noise",
     "Setting",
+    "supervised_prototypes",
+    "SupervisedPrototypes",
     "Verdict",
+    "weighted_network_setting",
+    "weighted_networks",
+    "WeightedNetworks",
 ]
