@@ -333,6 +333,8 @@ def _claim_calls(tree: ast.AST) -> list[ast.Call]:
     for node in ast.walk(tree):
         name = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
             getattr(getattr(node, "func", None), "id", "")
+        if isinstance(node, ast.Call) and name == "Claim" and any(k.arg is None for k in node.keywords):
+            continue   # a factory (Claim(kind, claim, **fields)): its callers are read by _experiment_claims
         if isinstance(node, ast.Call) and name == "Claim":
             named = [ast.keyword(arg=a, value=v) for a, v in zip(("kind", "claim"), node.args)]
             profile = ast.keyword(arg="profile", value=ast.Constant("set by record_claims"))
@@ -347,7 +349,21 @@ def _experiment_calls(path: Path) -> list[ast.Call]:
              for src in _CELL.findall(path.read_text())]
     module = ROOT / "ncbook" / "experiments" / f"_{path.stem}.py"
     trees = cells + ([ast.parse(module.read_text())] if module.exists() else [])
-    return [call for tree in trees for call in _claim_calls(tree)]
+    return [_named_texts(call, tree) for tree in trees for call in _claim_calls(tree)]
+
+
+def _named_texts(call: ast.Call, tree: ast.AST) -> ast.Call:
+    """``call`` with a keyword that names a variable (``source=paper_source``) replaced by the text it is
+    assigned once in ``tree``, so that a sentence kept in a variable is audited like a written one."""
+    texts = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and _is_text(node.value):
+            texts.setdefault(node.targets[0].id, []).append(node.value)
+    for k in call.keywords:
+        if isinstance(k.value, ast.Name) and len(texts.get(k.value.id, [])) == 1:
+            k.value = texts[k.value.id][0]
+    return call
 
 
 CALLS = [(path.stem, call) for path in CHAPTER_FILES for call in _record_calls(path) + _experiment_calls(path)]
@@ -443,7 +459,7 @@ def test_the_claims_a_chapter_tests_are_recorded_whole(stem, kind, fragment):
 
 
 def _call(stem: str, fragment: str) -> dict:
-    [kw] = [_kw(c) for s, c in CALLS if s == stem and fragment in _text(_kw(c)["claim"])] + \
+    [kw] = [_kw(c) for s, c in CALLS if s == stem and fragment in _text(_kw(c)["claim"])] or \
         [kw for _, text, kw in _experiment_claims(stem) if fragment in text]
     return kw
 
