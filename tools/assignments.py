@@ -245,24 +245,27 @@ def cited_statements(before, exercises) -> list[str]:
     """The blocks of the chapter (``before``: its cells up to the exercises) that the exercises' text cites:
     "Theorem 2.1" (its blockquote), "(2.3)" (the statement or display holding ``\\tag{2.3}``), "Figure 2.1"
     (the paragraph holding its caption). In the order the chapter has them, each once."""
-    wanted = set()
-    for cell in exercises:
-        if cell.cell_type == "markdown":
-            for m in _CITED.finditer(cell.source):
-                wanted.add(("eq", m.group("eq")) if m.group("eq") else (m.group("kind"), m.group("num")))
-    found = []
-    for cell in before:
-        if cell.cell_type != "markdown":
-            continue
-        for block in _blocks(cell.source):
-            head = block.lstrip("> ").strip()
-            for kind, num in wanted:
-                hit = (kind == "eq" and f"\\tag{{{num}}}" in block) or \
-                      (kind != "eq" and re.match(rf"\*\*{kind} {re.escape(num)}\b", head)) or \
-                      (kind in ("Figure", "Table") and re.search(rf"\b{kind} {re.escape(num)}[.:]", block))
-                if hit and block not in found:
-                    found.append(block)
-    return found
+    def cites(texts) -> set:
+        return {("eq", m.group("eq")) if m.group("eq") else (m.group("kind"), m.group("num"))
+                for text in texts for m in _CITED.finditer(text)}
+
+    blocks = [b for cell in before if cell.cell_type == "markdown" for b in _blocks(cell.source)]
+    wanted = cites(c.source for c in exercises if c.cell_type == "markdown")
+    found: list[str] = []
+    while True:  # a carried statement may cite another ("under the hypotheses of Theorem 3.1"): carry it too
+        more = [b for b in blocks if b not in found and any(_holds(b, kind, num) for kind, num in wanted)]
+        if not more:
+            return [b for b in blocks if b in found]  # in the chapter's order
+        found += more
+        wanted |= cites(more)
+
+
+def _holds(block: str, kind: str, num: str) -> bool:
+    """Does ``block`` state ``kind num`` (a "**Theorem 2.1" statement, a ``\\tag{2.3}`` display, a caption)?"""
+    head = block.lstrip("> ").strip()
+    return bool((kind == "eq" and f"\\tag{{{num}}}" in block) or
+                (kind != "eq" and re.match(rf"\*\*{kind} {re.escape(num)}\b", head)) or
+                (kind in ("Figure", "Table") and re.search(rf"\b{kind} {re.escape(num)}[.:]", block)))
 
 
 def _slice_exercises(cells, needed_sources: list[str], *, stem: str | None = None, url: str | None = None) -> list:
@@ -492,8 +495,8 @@ def plan_groups(md_path: Path, questions: list[Question]) -> tuple[list, dict]:
     functions = solution_functions(md_path, {p.function for p in parts})
     used = {}
     for p in parts:
-        fn, spec = functions.get(p.function), EXERCISES[p.exercise]
-        used[p.exercise] = _edition.calls(lambda fn=fn, spec=spec: [fn(**c) for c in spec.public_cases()]) \
+        fn, cases = functions.get(p.function), EXERCISES[p.exercise].public_cases()  # the cases' own calls not counted
+        used[p.exercise] = _edition.calls(lambda fn=fn, cases=cases: [fn(**c) for c in cases]) \
             if fn is not None else set()
     return _edition.groups(removed, used), removed
 
@@ -522,7 +525,7 @@ def build(chapter: str, out: Path | None = None, *, exercises_only: bool = False
     records = []
     for group in groups:
         package = _edition.write_edition(out / "edition" / group.key, group.removed)
-        problem = _edition.import_check(package)
+        problem = _edition.import_check(package, {m for m, _ in group.removed})  # the rewritten modules
         if problem:
             raise SystemExit(f"the student edition for {', '.join(group.exercises)} does not import:\n{problem}")
         records.append({"exercises": list(group.exercises), "edition": f"edition/{group.key}/ncbook",

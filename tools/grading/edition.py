@@ -43,7 +43,7 @@ from typing import Callable, Iterable
 PACKAGE = "ncbook"
 KEEP_MODULES = frozenset({"ncbook", "ncbook._validation", "ncbook._status", "ncbook.profiles"})
 """Modules whose functions are never removed: argument checks, solver statuses, profiles (no answer in them)."""
-PROFILE_SECRETS = (b"edition-profile-secret-1", b"edition-profile-secret-2")
+PROFILE_SECRETS = (b"edition-profile-secret",)
 PROFILE_STUDENTS = ("student-a", "student-b")
 MESSAGE = ("{name} is not available while this assignment is graded: it computes (part of) the answer to an "
            "exercise of this assignment. Compute it in your own code.")
@@ -153,10 +153,21 @@ def _owner_of_function(fn: Callable) -> Owner | None:
     return module, fn.__qualname__.split(".<locals>")[0]
 
 
+_REMOVED: dict[tuple[str, int], frozenset] = {}
+
+
 def removed_for(spec) -> set[Owner]:
     """What the edition removes for one exercise spec: what its reference executes on its public cases and on
     the hidden cases of :data:`PROFILE_SECRETS` x :data:`PROFILE_STUDENTS`, its ``forbid`` functions and the
-    other functions of each ``forbid`` function's private module (``ncbook.<package>._<module>``)."""
+    other functions of each ``forbid`` function's private module (``ncbook.<package>._<module>``). Worked out
+    once per spec and process."""
+    key = (spec.name, id(spec))
+    if key not in _REMOVED:
+        _REMOVED[key] = frozenset(_removed_for(spec))
+    return set(_REMOVED[key])
+
+
+def _removed_for(spec) -> set[Owner]:
     root = package_root()
     found: set[Owner] = set()
     if spec.reference is not None:
@@ -415,14 +426,18 @@ def fingerprints(removed: Iterable[Owner], edition: Path, *, root: Path | None =
     return lines, sorted(digests)
 
 
-def import_check(package_dir: Path, python: str = sys.executable, timeout: float = 300) -> str | None:
-    """Import every module of the edition at ``package_dir`` in a fresh interpreter; None, or what failed."""
+def import_check(package_dir: Path, modules: Iterable[str] | None = None, python: str = sys.executable,
+                 timeout: float = 300) -> str | None:
+    """Import ``modules`` (default: every module) of the edition at ``package_dir`` in a fresh interpreter, and
+    ``ncbook.exercises``; None, or what failed."""
     import subprocess
 
-    code = ("import importlib, pkgutil, sys\nimport ncbook\nassert ncbook.__file__.startswith(sys.argv[1]), "
-            "ncbook.__file__\nbad = []\nfor m in pkgutil.walk_packages(ncbook.__path__, 'ncbook.'):\n"
-            "    try:\n        importlib.import_module(m.name)\n    except Exception as exc:\n"
-            "        bad.append(f'{m.name}: {type(exc).__name__}: {exc}')\nprint('\\n'.join(bad))\n")
+    names = json.dumps(sorted(set(modules or ()) | {"ncbook.exercises"}) if modules is not None else None)
+    code = ("import importlib, json, pkgutil, sys\nimport ncbook\nassert ncbook.__file__.startswith(sys.argv[1]), "
+            f"ncbook.__file__\nnames = json.loads({names!r}) or [m.name for m in "
+            "pkgutil.walk_packages(ncbook.__path__, 'ncbook.')]\nbad = []\nfor name in names:\n"
+            "    try:\n        importlib.import_module(name)\n    except Exception as exc:\n"
+            "        bad.append(f'{name}: {type(exc).__name__}: {exc}')\nprint('\\n'.join(bad))\n")
     env = {**os.environ, "PYTHONPATH": str(Path(package_dir).parent), "PYTHONDONTWRITEBYTECODE": "1",
            "MPLBACKEND": "Agg"}
     proc = subprocess.run([python, "-c", code, str(Path(package_dir).parent)], capture_output=True, text=True,

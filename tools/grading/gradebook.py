@@ -201,18 +201,18 @@ class Points:
             if q.written:
                 table[f"{q.label}.written"] = Decimal(str(q.written))
         for key, value, where in lines:
-            m = re.fullmatch(r"(?P<label>[^/\s]+?)(?:/(?P<function>\w+))?\.(?P<kind>public|hidden|written)", key)
+            m = re.fullmatch(r"(?P<label>[^/]+?)(?:/(?P<function>\w+))?\.(?P<kind>public|hidden|written)", key)
             if not m:
                 raise SystemExit(f"{where}: {key!r} is not <question>.<public|hidden|written> (or "
                                  "<question>/<function>.<kind>)")
-            targets = [k for k in table if k.startswith(m.group("label") + (f"/{m.group('function')}."
-                                                                            if m.group("function") else ""))
-                       and k.endswith("." + m.group("kind")) and (k.split("/")[0] == m.group("label") or
-                                                                  k.split(".")[0] == m.group("label"))]
+            label, function, kind = m.group("label"), m.group("function"), m.group("kind")
+            targets = [k for k in table if _label_of(k) == label and k.endswith("." + kind)
+                       and (function is None or k == f"{label}/{function}.{kind}")]
             if not targets:
-                known = sorted({k.split("/")[0].rsplit(".", 1)[0] for k in table})
-                raise SystemExit(f"{where}: no {m.group('kind')} part of a question {m.group('label')!r}; the "
-                                 f"questions are {known}")
+                known = sorted({_label_of(k) for k in table})
+                raise SystemExit(f"{where}: no {kind} part of a question {label!r}"
+                                 f"{' with the function ' + repr(function) if function else ''}; the questions are "
+                                 f"{known}")
             for k in targets:
                 table[k] = parse_points(value, precision, where)
         for key, value in table.items():  # the built defaults must fit the declared precision too
@@ -231,6 +231,11 @@ class Points:
     @classmethod
     def from_dict(cls, data: dict) -> "Points":
         return cls({k: Decimal(v) for k, v in data["table"].items()}, int(data["precision"]))
+
+
+def _label_of(key: str) -> str:
+    """The question of a points key: ``ex-seli-1/f.public`` and ``ex-seli-1.written`` -> ``ex-seli-1``."""
+    return key.split("/")[0] if "/" in key else key.rsplit(".", 1)[0]
 
 
 def _precision(value: str, where: str) -> int:
