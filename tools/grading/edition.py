@@ -31,7 +31,6 @@ import hashlib
 import importlib
 import inspect
 import json
-import marshal
 import os
 import shutil
 import sys
@@ -373,11 +372,22 @@ def _function(owner: Owner):
     return obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
 
 
-def code_digest(code) -> str:
-    """sha256 of a code object without where it was written (file, name, lines): a moved copy has the same."""
-    from ncbook.exercises._harvest import _shape_of
+def _canonical(value) -> str:
+    if inspect.iscode(value):
+        fields = (value.co_argcount, value.co_posonlyargcount, value.co_kwonlyargcount, value.co_flags,
+                  value.co_code.hex(), value.co_names, value.co_varnames, value.co_freevars, value.co_cellvars)
+        return repr(fields) + "[" + ",".join(_canonical(c) for c in value.co_consts) + "]"
+    if isinstance(value, frozenset):
+        return "frozenset(" + ",".join(sorted(_canonical(v) for v in value)) + ")"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_canonical(v) for v in value) + ")"
+    return repr(value)
 
-    return hashlib.sha256(marshal.dumps(_shape_of(code))).hexdigest()
+
+def code_digest(code) -> str:
+    """sha256 of a code object without where it was written (file, name, lines): a moved copy has the same, and
+    so does the same code in another process (no ``marshal``, whose reference flags vary)."""
+    return hashlib.sha256(_canonical(code).encode()).hexdigest()
 
 
 def _source_of(owner: Owner, root: Path) -> str:
@@ -401,8 +411,9 @@ def fingerprints(removed: Iterable[Owner], edition: Path, *, root: Path | None =
                  ) -> tuple[list[str], list[str]]:
     """(distinctive source lines, code digests) of the answers: the removed functions and the real
     ``ncbook/exercises`` (but ``_harvest.py``). A line is distinctive when it has ``min_length`` characters or
-    more (stripped) and appears in no file of the edition ``edition`` (the package folder written by
-    :func:`write_edition`): finding one anywhere a submission can read means an answer is there."""
+    more (stripped), ten letters or digits, and is part of no file of the edition ``edition`` (the package
+    folder written by :func:`write_edition`): finding one anywhere a submission can read means an answer is
+    there."""
     root = Path(root or package_root())
     sources = [_source_of(o, root) for o in sorted(removed)]
     digests: set[str] = set()
@@ -420,9 +431,9 @@ def fingerprints(removed: Iterable[Owner], edition: Path, *, root: Path | None =
             if inspect.isfunction(value) and value.__module__ == module.__name__:
                 digests.add(code_digest(value.__code__))
     kept = "\n".join(p.read_text(errors="replace") for p in Path(edition).rglob("*.py"))
-    kept_lines = {line.strip() for line in kept.splitlines()}
-    lines = sorted({line.strip() for src in sources for line in src.splitlines()
-                    if len(line.strip()) >= min_length and line.strip() not in kept_lines})
+    candidates = {line.strip() for src in sources for line in src.splitlines()}
+    lines = sorted(line for line in candidates if len(line) >= min_length and sum(ch.isalnum() for ch in line) >= 10
+                   and line not in kept)  # a substring of no file of the edition
     return lines, sorted(digests)
 
 
