@@ -133,9 +133,9 @@ def _mutations(good: bytes, good_nb: dict, secret: Path) -> dict:
     """name -> bytes (or a callable that makes the entry): more than 200 ways a file can be broken or odd."""
     out: dict = {}
     text = good.decode()
-    for i, cut in enumerate(range(0, len(good), max(1, len(good) // 40))):  # truncations
-        out[f"trunc_{i:02d}.ipynb"] = good[:cut]
-    for i, pos in enumerate(range(10, len(good), max(1, len(good) // 15))):  # invalid bytes and encodings
+    for i, cut in enumerate(range(0, len(good), max(1, len(good) // 60))):  # truncations
+        out[f"trunc_{i:03d}.ipynb"] = good[:cut]
+    for i, pos in enumerate(range(10, len(good), max(1, len(good) // 30))):  # invalid bytes and encodings
         out[f"bytes_{i:02d}.ipynb"] = good[:pos] + b"\xff\xfe\x80" + good[pos:]
     out["utf16.ipynb"] = text.encode("utf-16")
     out["bom.ipynb"] = b"\xef\xbb\xbf" + good  # a BOM: read as the notebook it is
@@ -178,7 +178,7 @@ def _mutations(good: bytes, good_nb: dict, secret: Path) -> dict:
         out[name] = good if i % 2 else b"plain text"
     for i in range(10):  # names that differ only in spaces or case, and odd names (two of them run: empty)
         out[["mallory smith.ipynb", "mallory_smith.ipynb", "Mallory_Smith.ipynb", "mallory  smith.ipynb",
-             "MALLORY SMITH.ipynb", "=cmd|' /C calc'!A0.ipynb", "café.ipynb", "tab\tname.ipynb",
+             "MALLORY SMITH.ipynb", "=cmd|' -C calc'!A0.ipynb", "café.ipynb", "tab\tname.ipynb",
              "new\nline.ipynb", "-dash.ipynb"][i]] = b'{"cells": [], "metadata": {}}' if i in (0, 1) else b"{"
     out[os.fsdecode(b"bad\xffname.ipynb")] = b"{"
     out["a" * 240 + ".ipynb"] = b"[]"
@@ -233,7 +233,7 @@ def test_a_fuzzed_folder_grades_every_entry_once_and_leaves_the_honest_rows_as_t
         else:
             path.write_bytes(data)
     listed = tool.entries(subs)
-    assert len(listed) >= 200 + 2
+    assert len(mutations) >= 200 and len(listed) == len(mutations) + 2
     watched = (ROOT, build, subs, tmp_path / "instructor")
     before = {str(p): (p.lstat().st_mtime_ns, p.lstat().st_size) for w in watched for p in Path(w).rglob("*")
               if "__pycache__" not in p.parts and ".git" not in p.parts}
