@@ -82,6 +82,7 @@ from grading.submissions import (MAX_ANSWER_CHARS, Entry, NotebookError, clean a
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).resolve().parent / "grade_runner.py"
 JUDGE = Path(__file__).resolve().parent / "grade_judge.py"
+REVIEW_CHARS = 4000  # of the review column: long enough for every flag, short enough for any spreadsheet
 WRITTEN_POINTS = 2
 IDENTITY_SOURCE = ('# Your name or student id, as your instructor asked for it (it names your row of the grades)\n'
                    'STUDENT = ""')
@@ -1011,7 +1012,7 @@ class Grader:
         problems = list(dict.fromkeys(problems))
         if problems:
             row["error"] = _clean(f"{entry.name}: " + "; ".join(problems), 600)
-        row["review"] = _clean("; ".join(dict.fromkeys(review)), 600)
+        row["review"] = _clean("; ".join(dict.fromkeys(review)), REVIEW_CHARS)
         record = {"student": row["student"], "submission": entry.name, "assignment": self.manifest["chapter"],
                   "precision": p, "questions": record_questions, "total": str(autograded), "possible": str(possible),
                   "written_done": not any(q.written for q in self.questions), "problems": problems}
@@ -1162,12 +1163,13 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
         if len(same) > 1:
             for g in same:
                 others = ", ".join(o.row["submission"] for o in same if o is not g)
-                g.row["review"] = _clean("; ".join(filter(None, [g.row["review"], f"duplicate identity: also {others}"])),
-                                         600)
+                g.row["review"] = _clean("; ".join(filter(None, [f"duplicate identity: also {others}", g.row["review"]])),
+                                         REVIEW_CHARS)
     peers = grader.similarity.peers({g.row["submission"]: g.units for g in results if g.units})
     for g in results:
         if peers.get(g.row["submission"]):
-            g.row["review"] = _clean("; ".join(filter(None, [g.row["review"], *peers[g.row["submission"]]])), 600)
+            g.row["review"] = _clean("; ".join(filter(None, [*peers[g.row["submission"]], g.row["review"]])),
+                                     REVIEW_CHARS)
     rows = [g.row for g in results]
     write_csv(out / "scores.csv", columns, rows)
     written = [q for q in grader.questions if q.written]

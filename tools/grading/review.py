@@ -157,19 +157,21 @@ def _code_blocks(markdown: str) -> list[str]:
 
 
 def _tables(tree) -> list[str]:
-    found = []
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+    """Literal containers of :data:`TABLE_NUMBERS` numbers or more (outermost ones only), where they are."""
+    found, inside = [], set()
+    for owner in ast.walk(tree):
+        where = f"in {owner.name}" if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) else "at top level"
+        if not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue
-        for node in ast.walk(fn):
-            if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
-                count = sum(isinstance(c, ast.Constant) and isinstance(c.value, (int, float, complex))
-                            and not isinstance(c.value, bool) for c in ast.walk(node))
-                if count >= TABLE_NUMBERS:
-                    name = getattr(fn, "name", "a lambda")
-                    found.append(f"a literal table of {count} numbers in {name}")
-                    break
-    return found
+        for node in ast.walk(owner):
+            if id(node) in inside or not isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+                continue
+            count = sum(isinstance(c, ast.Constant) and isinstance(c.value, (int, float, complex))
+                        and not isinstance(c.value, bool) for c in ast.walk(node))
+            if count >= TABLE_NUMBERS:
+                inside.update(id(n) for n in ast.walk(node))
+                found.append(f"a literal table of {count} numbers {where}")
+    return list(dict.fromkeys(found))
 
 
 def _flags_of(tree) -> list[str]:
@@ -390,19 +392,24 @@ class Similarity:
         return out
 
     def flags(self, units) -> list[str]:
-        """Matches with the published solution and with the package's reference code."""
-        found = []
+        """Matches with the package's reference code, then with the published solution (one line each)."""
+        package, published = [], []
         for ex, (whole, parts) in units.items():
             fn = self.functions[ex]
             pub = self._published.get(ex)
             if pub and len(pub) >= self.min_tokens and (r := ratio(whole, pub)) >= self.published_ratio:
-                found.append(f"{fn} matches the chapter's published solution (similarity {r:.2f})")
+                published.append(f"{fn} ({r:.2f})")
             for name, ref in self._package.get(ex, []):
                 if len(ref) < self.min_tokens:
                     continue
                 best = max((ratio(p, ref) for p in parts), default=0.0)
                 if best >= self.package_ratio:
-                    found.append(f"{fn} contains a copy of the package's {name} (similarity {best:.2f})")
+                    package.append(f"{name} in {fn} ({best:.2f})")
+        found = []
+        if package:
+            found.append("contains a copy of the package's " + ", ".join(package))
+        if published:
+            found.append("matches the chapter's published solution: " + ", ".join(published))
         return found
 
     def peers(self, all_units: dict[str, dict]) -> dict[str, list[str]]:
