@@ -623,7 +623,7 @@ def test_similarity_names_copies_of_the_published_solution_the_package_and_a_cla
     flagged = [f for f in sim.flags(alternative) if any(f"{name} (" in f for name in ALTERNATIVE["seli"])]
     assert flagged == [], flagged
     removed = grader.manifest["removed"]["minority_norm_ratio_limit"]
-    pasted = cheats.cheat_paste(solutions, [tuple(o) for o in removed], tool.package_dir())
+    pasted = cheats.with_cell(solutions, -1, cheats.pasted_reference([tuple(o) for o in removed], tool.package_dir()))
     paste_units = sim.units(code(cheats.replace_functions(pasted, {"norm_ratio_limit": (
         "def norm_ratio_limit(num_majority, num_minority):\n"
         "    return my_seli_step_limits(num_majority, num_minority)['w_norm_ratio']")})))
@@ -814,7 +814,8 @@ def _folder(chapter: str, build: Path, parts, marker: str, targets: dict) -> dic
     hits = [c for c in planted.cells if old in c.source and _meta(c).get("role") == "stub"]
     assert len(hits) == 1, f"the planted mistake must hit one solution cell; {len(hits)} contain {old!r}"
     hits[0].source = hits[0].source.replace(old, new)
-    pasted_for = next(e for e, owners in manifest["removed"].items() if owners)
+    pasted_for = next(p for p in parts if any("." not in q and not q.startswith("_")
+                                              for _, q in manifest["removed"][p.exercise]))
     notebooks = {
         "solutions": _named(solutions, "Ada Lovelace"),
         "alternative": _named(cheats.replace_functions(solutions, ALTERNATIVE[chapter]), "Grace Hopper"),
@@ -829,8 +830,8 @@ def _folder(chapter: str, build: Path, parts, marker: str, targets: dict) -> dic
         "cheat_raw": cheats.cheat_raw(untouched, parts, f"{chapter}.ipynb"),
         "cheat_half": cheats.cheat_half(untouched, chapter),
         "cheat_copy": cheats.cheat_copy(solutions, parts),
-        "cheat_paste": cheats.cheat_paste(solutions, [tuple(o) for o in manifest["removed"][pasted_for]],
-                                          tool.package_dir()),
+        "cheat_paste": cheats.cheat_paste(untouched, pasted_for, [tuple(o) for o in manifest["removed"][
+            pasted_for.exercise]], tool.package_dir()),
     }
     if chapter == "seli":  # the sandbox itself: once is enough
         notebooks.update({
