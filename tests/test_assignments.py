@@ -957,11 +957,11 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
 
         read = printed("escape.ipynb", "READ")
         assert read.pop("interfaces") == ["lo"] and read.pop("network") == errno.ENETUNREACH  # no network at all
-        visible = {Path(p).relative_to(Path.home()).parts[0] for p in tool._python_dirs()
-                   if Path(p).is_relative_to(Path.home())}
+        mounts = [Path(p) for p in tool._python_dirs() + tool.ncbook_locations()]  # what the run sandbox binds
         for path, result in read.items():
+            allowed = {m.relative_to(path).parts[0] for m in mounts if m.is_relative_to(path) and m != Path(path)}
             assert result in ("FileNotFoundError", "PermissionError") or (
-                isinstance(result, list) and set(result) <= visible | {".venv", "venv"}), (path, result)
+                isinstance(result, list) and set(result) <= allowed | {".venv", "venv"}), (path, result)
         wrote = printed("escape.ipynb", "WROTE")
         private = ("/tmp", "/dev/shm")  # the sandbox's own in-memory folders: writable there, gone afterwards
         assert all(wrote[p] in ("FileNotFoundError", "PermissionError", "OSError") for p in wrote if p not in private)
@@ -974,8 +974,9 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
     grader = tool.Grader(build, secret, limits, sandbox=False, roster=tool.Roster.load(roster))
     keys = [grader.identify(e, tool.parse_notebook(tool.read_bytes(e)))[1] for e in tool.entries(subs)
             if e.name != "truncated.ipynb"]
-    tokens = hidden_tokens(secret, [p.exercise for p in parts], keys)
-    outputs = [p for p in out.rglob("*") if p.is_file()]
+    submitted = "\n".join(p.read_text(errors="ignore") for p in subs.iterdir() if p.is_file())
+    tokens = {t for t in hidden_tokens(secret, [p.exercise for p in parts], keys) if t not in submitted}  # a table
+    outputs = [p for p in out.rglob("*") if p.is_file()]                     # a cheater computed is no leak
     assert {p.parent.name for p in outputs} >= {"feedback", "executed", "answers"}
     leaks = [(p.name, t) for p in outputs for t in tokens if t in p.read_text(errors="ignore")]
     leaks += [("log", t) for t in tokens if t in "\n".join(log)]

@@ -499,6 +499,9 @@ def plan_groups(md_path: Path, questions: list[Question]) -> tuple[list, dict]:
         fn, cases = functions.get(p.function), EXERCISES[p.exercise].public_cases()  # the cases' own calls not counted
         used[p.exercise] = _edition.calls(lambda fn=fn, cases=cases: [fn(**c) for c in cases]) \
             if fn is not None else set()
+        # what the chapter's own solution calls stays (one_angle_cosine's cl_risk runs the risk object that its
+        # reference's solver runs too): the reference's entry points go, the shared machinery stays
+        removed[p.exercise] -= used[p.exercise]
     return _edition.groups(removed, used), removed
 
 
