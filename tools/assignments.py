@@ -1083,14 +1083,14 @@ def _failed(grader: Grader, entry: Entry, exc: BaseException) -> Graded:
 def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_dir: Path | None = None,
           limits: Limits | None = None, jobs: int | None = None, sandbox: bool = True, profile: str | None = None,
           roster: Roster | None = None, points: Points | None = None, calibrate: bool = True,
-          fixed_timeouts: bool | None = None, log=print) -> list[dict]:
+          fixed_timeouts: bool | None = None, hide: tuple[str, ...] = (), log=print) -> list[dict]:
     """Grade every entry of ``submissions``; write ``out/scores.csv`` (one row per entry, whatever it is), the
     feedback pages, the executed notebooks, the written answers and ``grading.json``. Returns the rows, sorted
     by entry name.
 
     The time limits are ``limits``' when ``fixed_timeouts`` (default: when ``limits`` is given), else set from
     the calibration (the solutions' time, :func:`limits_from`). Duplicate identities and similar submissions
-    are named in ``review``.
+    are named in ``review``. ``hide``: more paths no sandbox may see (the secret's file), wherever they are.
     """
     import ncbook
 
@@ -1107,7 +1107,7 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
         log("WARNING: --no-sandbox: every submission runs with your rights; it can read and write your files, "
             "reach the network and leave processes behind. Grade only notebooks you trust this way.")
     grader = Grader(build_dir, secret, limits, sandbox=sandbox, profile=profile, points=points, roster=roster,
-                    hide=(str(submissions), str(out)))
+                    hide=(str(submissions), str(out), *hide))
     listing = entries(submissions)
     notebooks = [e for e in listing if refusal(e) is None]
     jobs = max(1, jobs or ncbook.usable_cores())
@@ -1264,7 +1264,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = grade(args.chapter, args.submissions, args.out, secret=read_secret(args.secret), build_dir=build_dir,
                  limits=limits, jobs=args.jobs, sandbox=not args.no_sandbox, profile=args.profile,
                  roster=Roster.load(args.roster) if args.roster else None, points=points,
-                 calibrate=not args.no_calibration, fixed_timeouts=timed)
+                 calibrate=not args.no_calibration, fixed_timeouts=timed, hide=(str(args.secret.resolve()),))
     print(f"graded {len(rows)} entries in {time.monotonic() - start:.0f} s -> {Path(args.out) / 'scores.csv'}")
     return 0
 
