@@ -579,6 +579,8 @@ def test_the_judge_runs_only_the_cells_the_graded_functions_need():
                "torch.manual_seed(SEED)", "def f(x):\n    return helper(x) + table[1] + torch.sum(torch.tensor(x))",
                "print(f(1))", "%matplotlib inline\nimport math"]
     assert tool.needed_cells(sources, ["f"]) == [0, 1, 3, 4, 5, 6, 7]
+    timed = ["import numpy as np", "%%time\ndef g(x):\n    return np.sum(x)", "%%bash\ng() { :; }"]
+    assert tool.needed_cells(timed, ["g"]) == [0, 1]  # a cell magic that runs Python keeps its definitions
 
 
 # --------------------------------------------------------------------------- the review

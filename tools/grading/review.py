@@ -25,11 +25,19 @@ _BUILTINS = set(dir(builtins))
 _MAGIC = re.compile(r"^\s*[%!]")
 
 
+_PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
+
+
 def _python(source: str) -> str:
-    """The source with IPython magic and shell lines blanked (a ``%%`` cell magic: no Python at all)."""
-    if source.lstrip().startswith("%%"):
-        return ""
-    return "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
+    """The source with IPython magic and shell lines blanked; a cell magic that runs its body as Python
+    (``%%time``, ``%%capture``...) keeps its body, any other (``%%bash``...) leaves no Python at all."""
+    lines = source.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        if not lines[first].lstrip().startswith(_PYTHON_CELL_MAGICS):
+            return ""
+        lines = [""] * (first + 1) + lines[first + 1:]
+    return "\n".join("" if _MAGIC.match(line) else line for line in lines)
 
 
 def _root(node) -> str | None:
