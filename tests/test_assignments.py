@@ -18,7 +18,6 @@ import errno
 import hashlib
 import importlib.util
 import json
-import math
 import os
 import re
 import secrets

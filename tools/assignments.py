@@ -38,7 +38,6 @@ disk and leave processes behind; and its Colab mode needs the test files at a UR
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
 import concurrent.futures
 import contextlib

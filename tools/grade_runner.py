@@ -22,7 +22,6 @@ interrupt is replaced and the notebook runs again without that cell.
 
 from __future__ import annotations
 
-import base64
 import ctypes
 import json
 import os
