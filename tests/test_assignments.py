@@ -1,11 +1,13 @@
-"""Assignments: built from the chapters, graded in a sandbox against hidden cases drawn from a secret.
+"""Assignments: built from the chapters, graded where no answer can be reached, ready for a gradebook.
 
-``python -m pytest -k assignment`` runs these alone. The fast tests build every chapter's assignment,
-prove that each chapter's solutions pass the hidden cases of any secret and a stub fails them, that
-the hidden cases are hidden (secret-dependent, absent from the repository, out of reach of a public
-check's caller) and that unreadable submissions and identities are handled. The ``notebook`` test
-grades, for three chapters, one folder of honest and dishonest notebooks in one command, each in
-its bubblewrap sandbox (see ``GRADED``), and checks every score, file and process afterwards.
+``python -m pytest -k assignment`` runs these alone. The fast tests build every chapter's assignment (with
+its student editions), prove that each chapter's solutions pass the hidden cases of any secret and student
+and a stub fails them, that hidden cases differ between students and are hidden (secret-dependent, absent
+from the repository, out of reach of a public check's caller), that the judge's protocol never lets a
+hidden case in before every public outcome is out, and that unreadable submissions, identities and the
+review are handled. The ``notebook`` test grades, for three chapters, one folder of honest and dishonest
+notebooks in one command, each in its two bubblewrap sandboxes (see ``GRADED``), then merges written
+points and exports the gradebook, and checks every score, file and process afterwards.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import errno
 import hashlib
 import importlib.util
 import json
-import math
 import os
 import re
 import secrets
@@ -33,22 +34,25 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
-tool = importlib.util.module_from_spec(_spec)
-sys.modules["assignments_tool"] = tool  # dataclasses look their module up
-_spec.loader.exec_module(tool)
+if "assignments_tool" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
+    _module = importlib.util.module_from_spec(_spec)
+    sys.modules["assignments_tool"] = _module  # dataclasses look their module up
+    _spec.loader.exec_module(_module)
+tool = sys.modules["assignments_tool"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import grading_cheats as cheats  # noqa: E402
 from ncbook.exercises import EXERCISES  # noqa: E402
 from ncbook.exercises._core import (Outcome, collect, pack_cases, pack_outcomes, unpack_cases,  # noqa: E402
                                     unpack_outcomes)
 
 CHAPTERS = ["nc_primer", "seli", "contrastive_imbalance", "weighted_contrastive", "inverse_reweighting", "mr2_margins"]
 GRADED = ["nc_primer", "seli", "contrastive_imbalance"]
-CI_BUDGET_S = 300  # one chapter's folder of 12 notebooks, 2 at a time on 2 cores (measured: see the CI log)
 
 # chapter -> (question with a planted mistake, text in the solutions, the mistake)
 PLANTED = {
-    "nc_primer": ("ex-primer-1", "centred = mu - mu.mean(0)", "centred = mu - h.mean(0)"),  # mu_G: sample mean
+    "nc_primer": ("ex-primer-5", "kappa = 1 - noise * num_classes / (num_classes - 1)", "kappa = 1 - noise"),
     "seli": ("ex-seli-1", "return (c - 1) * np.sqrt(n / c) / seli_cost", "return (c - 1) * np.sqrt(n) / seli_cost"),  # n, not n / C
     "contrastive_imbalance": ("ex-contrastive-2", "s = 1 / (1 + math.exp(2 / tau))", "s = 1 / (1 + math.exp(2))"),  # no temperature
 }
@@ -80,8 +84,8 @@ ALTERNATIVE = {
     p = np.eye(c) - 1.0 / c
     return float(np.linalg.norm(g / np.linalg.norm(g) - p / np.linalg.norm(p)))''',
         "zero_threshold": '''def zero_threshold(num_classes, per_class):
-    y = np.repeat(np.eye(num_classes), per_class, axis=0)
-    return float(np.linalg.svd((y - 1.0 / num_classes) / len(y), compute_uv=False)[0])''',
+    rows = (np.eye(num_classes) - 1.0 / num_classes) / (num_classes * per_class)   # one row per class
+    return float(np.sqrt(per_class) * np.linalg.svd(rows, compute_uv=False)[0])''',
         "nc1_label_noise": '''def nc1_label_noise(num_classes, noise):
     t = noise * num_classes / (num_classes - 1)
     return (num_classes - 1) / num_classes * (1 / (1 - t) ** 2 - 1)'''},
@@ -116,7 +120,8 @@ def norm_ratio_limit(num_majority, num_minority):
         "collapse_lambda": '''def collapse_lambda(counts, grid=np.geomspace(1e-4, 1e-1, 40)):
     for lam in grid:
         w = ufm.ridge_optimum(counts, lam).classifiers
-        if np.linalg.norm(w[2:], axis=1).min() == 0 or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6:
+        norms = np.linalg.norm(w, axis=1)
+        if norms[2:].min() <= 1e-9 * norms.max() or geometry.cosine_matrix(w)[2, 3] > 1 - 1e-6:
             return lam
     return np.nan'''},
     "contrastive_imbalance": {
@@ -156,49 +161,72 @@ def one_angle_cosine(pi1, k, setting, tau):
     return math.cos(2 * minimize_scalar(risk, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10}).x)'''},
 }
 
+
+
 def _meta(cell) -> dict:
     return cell.metadata.get("ncbook", {}) if isinstance(cell.metadata.get("ncbook"), dict) else {}
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Every chapter's exercises-only assignment, built once."""
+    """Every chapter's exercises-only assignment, built once (editions written, not verified: the notebook test
+    and calibration run the solutions against them)."""
     base = tmp_path_factory.mktemp("built")
-    return {c: tool.build(c, base / c, exercises_only=True) for c in CHAPTERS}
+    return {c: tool.build(c, base / c, exercises_only=True, verify=False, check_imports=False, log=lambda *_: None)
+            for c in CHAPTERS}
 
 
 # --------------------------------------------------------------------------- building
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_assignment_builds_for_every_chapter(chapter, built, tmp_path):
+def test_assignment_builds_for_every_chapter(chapter, built):
     md = ROOT / "book" / f"{chapter}.md"
-    full = tool.build(chapter, tmp_path / "full")
     solutions = tool.chapter_solutions(md)
-    for folder in (full, built[chapter]):
-        manifest, questions = tool.load_assignment(folder)
-        handed = nbformat.read(folder / "student" / f"{chapter}.ipynb", as_version=4)
-        filled = nbformat.read(folder / "solutions" / f"{chapter}.ipynb", as_version=4)
-        text = json.dumps(handed)
-        assert _meta(handed.cells[1]) == {"role": "identity"} and 'STUDENT = ""' in handed.cells[1].source
-        assert "otter" not in text.lower() and "grader.check" not in text  # runs in Colab with no other file
-        for sol in solutions.values():
-            for source in sol.code:
-                assert all(tool._norm(source) != tool._norm(c.source) for c in handed.cells), "a solution leaked"
-        auto = [p for q in questions for p in q.auto]
-        assert auto and all(p.exercise in EXERCISES for p in auto)
-        stubs = {re.search(r"def (\w+)", c.source).group(1) for c in handed.cells
-                 if _meta(c).get("role") == "stub" and "def " in c.source}
-        assert {p.function for p in auto} <= stubs
-        assert not [c for c in filled.cells if c.cell_type == "code" and "NotImplementedError(\"exercise:" in c.source]
-        assert json.dumps(manifest).count("[") < 10 + 4 * len(questions)  # questions only: no numbers, no cases
-        statements = tool._statements(handed.cells)
-        for q in questions:  # every exercise that asks a question is graded somewhere
-            if "?" in statements[q.label][1]:
-                assert q.written, f"{q.label} asks a question but has no written part"
+    folder = built[chapter]
+    manifest, questions = tool.load_assignment(folder)
+    handed = nbformat.read(folder / "student" / f"{chapter}.ipynb", as_version=4)
+    filled = nbformat.read(folder / "solutions" / f"{chapter}.ipynb", as_version=4)
+    text = json.dumps(handed)
+    assert _meta(handed.cells[1]) == {"role": "identity"} and 'STUDENT = ""' in handed.cells[1].source
+    assert "otter" not in text.lower() and "grader.check" not in text  # runs in Colab with no other file
+    for sol in solutions.values():
+        for source in sol.code:
+            assert all(tool._norm(source) != tool._norm(c.source) for c in handed.cells), "a solution leaked"
+    auto = [p for q in questions for p in q.auto]
+    assert auto and all(p.exercise in EXERCISES for p in auto)
+    stubs = {re.search(r"def (\w+)", c.source).group(1) for c in handed.cells
+             if _meta(c).get("role") == "stub" and "def " in c.source}
+    assert {p.function for p in auto} <= stubs
+    assert not [c for c in filled.cells if c.cell_type == "code" and "NotImplementedError(\"exercise:" in c.source]
+    statements = tool._statements(handed.cells)
+    for q in questions:  # every exercise that asks a question is graded somewhere
+        if "?" in statements[q.label][1]:
+            assert q.written, f"{q.label} asks a question but has no written part"
+    # one student edition per group of questions, every question in one group, nothing of the answers in it
+    grouped = [e for g in manifest["groups"] for e in g["exercises"]]
+    assert sorted(grouped) == sorted(p.exercise for p in auto)
+    for group in manifest["groups"]:
+        edition = folder / group["edition"]
+        assert (edition / "exercises" / "_harvest.py").is_file() and not list(edition.rglob("__pycache__"))
+        assert sorted(p.name for p in (edition / "exercises").iterdir()) == ["__init__.py", "_harvest.py"]
+    # the exercises-only notebook links to its chapter and carries what its exercises cite
+    assert f"book/{chapter}.html" in handed.cells[0].source
+    cited = [c.source for c in handed.cells if c.source.startswith("## What the exercises cite")]
+    exercise_text = "\n".join(c.source for c in handed.cells if c.cell_type == "markdown")
+    chapter_text = "\n".join(c.source for c in tool.student_notebook(md).cells if c.cell_type == "markdown")
+    for kind, num in re.findall(r"\b(Theorem|Proposition|Definition)\s+(\d+\.\d+)", exercise_text):
+        if f"**{kind} {num}" in chapter_text:  # stated in this chapter (another chapter's is in the book)
+            assert cited and f"**{kind} {num}" in cited[0], f"{chapter}: {kind} {num} is cited but not carried"
+    for num in re.findall(r"\((\d+\.\d+)\)", "\n".join(c.source for c in handed.cells[2:] if _meta(c).get("exercise")
+                                                         or c.cell_type == "markdown" and "Exercise" in c.source)):
+        if f"\\tag{{{num}}}" in chapter_text:
+            assert cited and f"\\tag{{{num}}}" in cited[0], f"{chapter}: equation ({num}) is cited but not carried"
 
 
-def test_assignment_student_notebook_is_the_generators_plus_an_identity_cell(tmp_path):
+def test_a_full_build_is_the_generators_notebook_plus_an_identity_cell(tmp_path):
     md = ROOT / "book" / "seli.md"
-    handed = nbformat.read(tool.build("seli", tmp_path / "seli") / "student" / "seli.ipynb", as_version=4)
+    handed = nbformat.read(tool.build("seli", tmp_path / "seli", verify=False, check_imports=False,
+                                      log=lambda *_: None)
+                           / "student" / "seli.ipynb", as_version=4)
     got = [c.source for c in handed.cells if _meta(c).get("role") != "identity"]
     want = [c.source for c in tool.student_notebook(md).cells]
     added = [s for s in got if s.startswith("**Your answer (") and s not in want]  # prompts for questions without text
@@ -208,48 +236,65 @@ def test_assignment_student_notebook_is_the_generators_plus_an_identity_cell(tmp
 def test_assignment_adapter_tags_every_exercise_cell():
     nb = tool.student_notebook(ROOT / "book" / "nc_primer.md")
     roles = [(_meta(c)["exercise"], _meta(c)["role"]) for c in nb.cells if "exercise" in _meta(c)]
-    assert ("ex-primer-1", "stub") in roles and ("ex-primer-1", "check") in roles
+    assert ("ex-primer-2", "stub") in roles and ("ex-primer-2", "check") in roles
     assert ("ex-primer-2", "answer") in roles and ("ex-primer-4", "answer") in roles
-    assert ("ex-primer-3", "check") not in roles
+
+
+def test_cited_statements_are_found_by_kind_number_and_equation_tag():
+    before = [nbformat.v4.new_markdown_cell("Intro.\n\n> **Theorem 2.1 (Big).**\n>\n> It holds.\n\nMore text.\n\n"
+                                            "$$\nx = 1\n\\tag{2.3}\n$$\n\nA paragraph. Figure 2.1. A caption."),
+              nbformat.v4.new_markdown_cell("> **Definition 2.2 (Small).** Not cited.")]
+    exercises = [nbformat.v4.new_markdown_cell("Using Theorem 2.1 and (2.3), see Figure 2.1.")]
+    found = tool.cited_statements(before, exercises)
+    assert found[0].startswith("> **Theorem 2.1") and "\\tag{2.3}" in found[1] and "Figure 2.1." in found[2]
+    assert not any("Definition 2.2" in f for f in found)
+    assert tool.book_url("seli", "https://example.org/course/") == "https://example.org/course/book/seli.html"
+    assert tool.book_url("seli").endswith("/book/seli.html")
 
 
 # --------------------------------------------------------------------------- hidden cases
 def _solution_namespace(md: Path) -> dict:
-    """The chapter's solution functions, defined without running the chapter (cells that need more are skipped)."""
-    import itertools
-
-    import torch.nn.functional as F
-
-    import ncbook
-    from ncbook import contrastive, geometry, losses, metrics, reweighting, ufm
-
-    ns = {"np": np, "torch": torch, "F": F, "math": math, "itertools": itertools, "ncbook": ncbook,
-          "contrastive": contrastive, "geometry": geometry, "losses": losses, "metrics": metrics,
-          "reweighting": reweighting, "ufm": ufm}
-    for solution in tool.chapter_solutions(md).values():
-        for source in solution.code:
-            try:
-                exec(compile(source, md.name, "exec"), ns)
-            except Exception:  # a solution cell that also uses the chapter's variables: its defs ran first
-                pass
-    return ns
+    """The chapter's solution functions, defined without running the chapter (as the build profiles them)."""
+    _, _, questions = tool.assignment_notebooks(md, exercises_only=True)
+    return tool.solution_functions(md, {p.function for q in questions for p in q.auto})
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_assignment_solutions_pass_the_hidden_cases_of_any_secret_and_a_stub_fails(chapter, built):
+def test_assignment_solutions_pass_the_hidden_cases_of_any_secret_and_student_and_a_stub_fails(chapter, built):
     _, questions = tool.load_assignment(built[chapter])
     ns = _solution_namespace(ROOT / "book" / f"{chapter}.md")
 
     def stub(**kwargs):
         raise NotImplementedError
 
-    for secret in (b"0" * 16, secrets.token_bytes(16), secrets.token_bytes(16)):
+    for secret, student in ((b"0" * 16, ""), (secrets.token_bytes(16), "ada"), (secrets.token_bytes(16), "s0042")):
         for part in (p for q in questions for p in q.auto):
             spec = EXERCISES[part.exercise]
-            cases = spec.hidden_cases(secret)
+            cases = spec.hidden_cases(secret, student)
             verdicts = spec.verdicts(cases, collect(ns[part.function], cases, spec.watched()))
             assert verdicts == [None] * len(cases), (part.exercise, next(v for v in verdicts if v))
             assert all(v is not None for v in spec.verdicts(cases, collect(stub, cases, spec.watched())))
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_two_thousand_students_draw_hidden_cases_of_their_own(name):
+    """Per student, an exercise's hidden cases are drawn from HMAC(secret, exercise + student key); one of its cases
+    at least comes from a domain too large to tabulate: among 2000 students it never repeats, and no two students
+    share all their cases (a lookup table or a neighbour's answers do not carry over)."""
+    import hashlib as _h
+
+    spec = EXERCISES[name]
+    positions: list[set] = []
+    tuples = set()
+    for k in range(2000):
+        digests = [_h.sha1(pack_cases([c])).hexdigest() for c in spec.hidden_cases(b"term secret, 16 bytes", f"s{k}")]
+        positions = positions or [set() for _ in digests]
+        for seen, d in zip(positions, digests):
+            seen.add(d)
+        tuples.add(tuple(digests))
+    assert len(tuples) >= 1998, f"{name}: {2000 - len(tuples)} pairs of students share all their hidden cases"
+    assert max(len(s) for s in positions) == 2000, f"{name}: no hidden case from a large enough domain " \
+                                                  f"({[len(s) for s in positions]} distinct per case)"
 
 
 def _same(a, b) -> bool:
@@ -265,12 +310,14 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_hidden_cases_depend_on_the_secret_and_travel_as_plain_data(name):
     spec = EXERCISES[name]
-    public, hidden = spec.public_cases(), spec.hidden_cases(b"first secret, 16+ bytes")
-    other = spec.hidden_cases(b"another secret, 16+ bytes")
+    public, hidden = spec.public_cases(), spec.hidden_cases(b"first secret, 16+ bytes", "ada")
+    other = spec.hidden_cases(b"another secret, 16+ bytes", "ada")
+    neighbour = spec.hidden_cases(b"first secret, 16+ bytes", "grace")
     assert all(set(c) == set(spec.params) for c in public + hidden + other), "every case passes the signature"
     differs = lambda xs, ys: any(not all(_same(x[k], y[k]) for k in x) for x, y in zip(xs, ys))  # noqa: E731
     assert differs(hidden, public) and differs(hidden, other), "hidden cases are neither public nor fixed"
-    assert not differs(hidden, spec.hidden_cases(b"first secret, 16+ bytes")), "the same secret, the same cases"
+    assert differs(hidden, neighbour), "each student has cases of her own"
+    assert not differs(hidden, spec.hidden_cases(b"first secret, 16+ bytes", "ada")), "the same key, the same cases"
     back = unpack_cases(pack_cases(hidden))  # .npz and JSON only: no pickles
     assert all(_same(a[k], b[k]) for a, b in zip(hidden, back) for k in a)
     outcomes = [Outcome(value=np.arange(3.0)), Outcome(error="exception", detail="raised ValueError")]
@@ -309,16 +356,16 @@ def _tokens(v: float) -> set[str]:
     return {t for t in ({text, rounded} if "e" not in rounded else {text}) if distinctive(t)}
 
 
-def hidden_tokens(secret: bytes, names=None) -> set[str]:
-    """Distinctive texts of every hidden input and expected value of ``secret`` (none of a public case's inputs
-    or expected values: those are printed by the notebook's own checks)."""
+def hidden_tokens(secret: bytes, names=None, students=("",)) -> set[str]:
+    """Distinctive texts of every hidden input and expected value of ``secret`` for these students (none of a
+    public case's inputs or expected values: those are printed by the notebook's own checks)."""
     public, hidden = set(), set()
     for name in names or EXERCISES:
         spec = EXERCISES[name]
         for case in spec.public_cases():  # a hidden case may repeat a public one (few discrete parameters)
             values = list(case.values()) + ([spec.expected(case)] if spec.reference is not None else [])
             public |= {t for value in values for v in _floats(value) for t in _tokens(v)}
-        for case in spec.hidden_cases(secret):
+        for case in (c for student in students for c in spec.hidden_cases(secret, student)):
             values = list(case.values()) + ([spec.expected(case)] if spec.reference is not None else [])
             hidden |= {t for value in values for v in _floats(value) for t in _tokens(v)}
     return hidden - public
@@ -395,10 +442,14 @@ def tool_to_numpy(x):
     return x.detach().double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, dtype=float)
 
 
+
+
 # --------------------------------------------------------------------------- reading submissions
 def test_unreadable_submissions_are_named_not_fatal(tmp_path):
     cases = {"truncated.ipynb": b'{"cells": [{"cell_type": "code", "source": "x = ', "binary.ipynb": b"\xff\xfe\x00",
-             "list.ipynb": b"[1, 2]", "nocells.ipynb": b'{"cells": 3}'}
+             "list.ipynb": b"[1, 2]", "nocells.ipynb": b'{"cells": 3}', "huge.ipynb": b'{"cells": [], "x": ' +
+             b"9" * 5000 + b"}", "deep.ipynb": b"[" * 100_000 + b"]" * 100_000,
+             "meta.ipynb": b'{"cells": [{"cell_type": "code", "source": 5, "metadata": {}}]}'}
     messages = {}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
@@ -408,6 +459,16 @@ def test_unreadable_submissions_are_named_not_fatal(tmp_path):
     assert "invalid JSON at line 1" in messages["truncated.ipynb"] and "truncated" in messages["truncated.ipynb"]
     assert "not UTF-8" in messages["binary.ipynb"]
     assert "no list of cells" in messages["list.ipynb"] and "no list of cells" in messages["nocells.ipynb"]
+    assert "digits" in messages["huge.ipynb"] and "nested too deeply" in messages["deep.ipynb"]
+    assert "cell 0: its source" in messages["meta.ipynb"]
+    ok = tmp_path / "ok.ipynb"
+    ok.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["x = ", "1"],
+                                         "metadata": {"ncbook": {"exercise": ["not", "a", "label"], "role": "stub"}}}]}))
+    nb = tool.read_submission(ok)
+    assert nb.cells[0].source == "x = 1" and nb.cells[0].metadata == {"ncbook": {"role": "stub"}}
+    (tmp_path / "link.ipynb").symlink_to(ok)
+    with pytest.raises(tool.NotebookError, match="symbolic link"):
+        tool.read_submission(tmp_path / "link.ipynb")
 
 
 def _strip(nb) -> nbformat.NotebookNode:
@@ -429,41 +490,105 @@ def test_identity_and_written_answers_come_from_the_cells_with_or_without_metada
     with_meta = tool.written_answers(nb, handed, questions)
     assert tool.student_identity(nb) == "Ada Lovelace"
     assert "second paragraph" in with_meta["ex-primer-4"] and "Write it here" not in with_meta["ex-primer-4"]
-    assert "sample mean" in with_meta["ex-primer-3"] and "```python" in with_meta["ex-primer-3"]
     nbformat.write(_strip(nb), tmp_path / "pasted.ipynb")
     pasted = tool.read_submission(tmp_path / "pasted.ipynb")
     assert tool.written_answers(pasted, handed, questions) == with_meta
     blank = tool.read_submission(folder / "student" / "nc_primer.ipynb")
     assert tool.student_identity(blank) is None
     assert set(tool.written_answers(blank, handed, questions).values()) == {""}
+    nb.cells[prompt + 1].source = "x" * 3_000_000  # a 3 MB answer is cut: every answers CSV reads back
+    assert len(tool.written_answers(nb, handed, questions)["ex-primer-4"]) < tool.MAX_ANSWER_CHARS + 200
     nb.cells[1].source = 'STUDENT = "=HYPERLINK(1)\\n"'
     assert tool.student_identity(nb) == "'=HYPERLINK(1)"  # a spreadsheet reads it as text
 
 
-def test_every_hidden_case_enters_the_sandbox_after_every_public_case(built):
+def test_output_names_are_unique_per_entry_even_when_names_differ_only_in_spaces_or_case(tmp_path):
+    names = ["carol smith.ipynb", "carol_smith.ipynb", "Carol_Smith.ipynb", "carol  smith.ipynb", "café.ipynb"]
+    for n in names:
+        (tmp_path / n).write_text("{}")
+    (tmp_path / os.fsdecode(b"bad\xffname.ipynb")).write_text("{}")
+    listed = tool.entries(tmp_path)
+    assert len({e.slug for e in listed}) == len(listed) == len(names) + 1
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", e.slug) for e in listed)
+    assert any("\ufffd" in e.name for e in listed)  # an undecodable byte is shown, never crashes
+
+
+# --------------------------------------------------------------------------- the judge's protocol
+class FakeChannel:
+    """Plays the judge: answers each stage's items with outcomes of the right length, recording what it got."""
+
+    log: list = []
+
+    def __init__(self, *args, **kwargs):
+        self.queue = []
+        self.proc = type("P", (), {"returncode": 0})()
+
+    def send(self, obj):
+        FakeChannel.log.append(obj)
+        if "cells" in obj:
+            self.queue.append({"event": "ready", "problems": []})
+        elif obj.get("stage") in ("public", "hidden"):
+            for item in obj["items"]:
+                n = len(unpack_cases(base64.b64decode(item["cases"])))
+                outs = [Outcome(error="exception", detail="hidden case leaked? " + "x" * 10)] * n
+                self.queue.append({"event": "outcomes", "index": item["index"],
+                                   "npz": base64.b64encode(pack_outcomes(outs)).decode()})
+            self.queue.append({"event": "stage-done"})
+        return True
+
+    def next(self, timeout):
+        return self.queue.pop(0) if self.queue else {"event": "eof"}
+
+    def close(self):
+        return []
+
+    def close_input(self):
+        pass
+
+
+def test_every_hidden_case_enters_the_judge_after_every_public_outcome_and_no_hidden_text_comes_back(built,
+                                                                                                 monkeypatch):
     """A public case's message (the student's own exception text) reaches the feedback: while it can be written, no
-    hidden case may exist in the sandbox. The job lists each question's public cases, then each one's hidden cases."""
-    from ncbook.exercises._core import unpack_cases
-
+    hidden case may exist in the judge. The grader sends the hidden stage only after reading every public outcome,
+    and keeps no text of the hidden stage."""
     grader = tool.Grader(built["seli"], b"a secret of sixteen bytes", tool.Limits(), sandbox=False)
-    stages = [h["stage"] for h in grader.harvest]
-    n = len(grader.parts)
-    assert stages == ["public"] * n + ["hidden"] * n
-    for i, (_, part, public, hidden) in enumerate(grader.parts):
-        for item, cases in ((grader.harvest[i], public), (grader.harvest[n + i], hidden)):
-            assert item["exercise"] == part.exercise
-            got = unpack_cases(base64.b64decode(item["cases"]))
-            assert len(got) == len(cases) and all(
-                np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for a, b in zip(got, cases) for k in a)
-    assert tool.Limits().wall(len(grader.harvest)) == 600 + 60 * 2 * n + 90
+    FakeChannel.log = []
+    monkeypatch.setattr(grader, "_start", lambda *a, **k: (FakeChannel(), None))
+    nb = nbformat.read(built["seli"] / "solutions" / "seli.ipynb", as_version=4)
+    judged, problems, _ = grader.judge(nb, "ada")
+    stages = [m.get("stage") for m in FakeChannel.log if "stage" in m]
+    assert stages == ["public", "hidden", "end"]
+    cells = FakeChannel.log[0]["cells"]
+    assert any("def etf_cost_ratio" in c for c in cells) and not any("STUDENT" in c for c in cells)
+    parts = [p for _, p in grader.parts]
+    for item, part in zip(FakeChannel.log[2]["items"], parts):
+        assert item["exercise"] == part.exercise
+        got = unpack_cases(base64.b64decode(item["cases"]))
+        want = EXERCISES[part.exercise].hidden_cases(b"a secret of sixteen bytes", "ada")
+        assert len(got) == len(want) and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k]))
+                                             for a, b in zip(got, want) for k in a)
+    for part in parts:
+        assert all(o.detail.startswith("hidden case leaked?") for o in judged[part.exercise].public)
+        assert all(o.detail == "" and o.error == "exception" for o in judged[part.exercise].hidden)
 
 
-def test_review_flags_name_what_rewrites_the_grading_and_spare_honest_code(built):
+def test_the_judge_runs_only_the_cells_the_graded_functions_need():
+    sources = ["import numpy as np\nimport torch", "SEED = 3\nloop_forever = True", "while True:\n    pass",
+               "scale = 2.0", "def helper(x):\n    return scale * x", "table = {}\ntable[1] = 5",
+               "torch.manual_seed(SEED)", "def f(x):\n    return helper(x) + table[1] + torch.sum(torch.tensor(x))",
+               "print(f(1))", "%matplotlib inline\nimport math"]
+    assert tool.needed_cells(sources, ["f"]) == [0, 1, 3, 4, 5, 6, 7]
+    timed = ["import numpy as np", "%%time\ndef g(x):\n    return np.sum(x)", "%%bash\ng() { :; }"]
+    assert tool.needed_cells(timed, ["g"]) == [0, 1]  # a cell magic that runs Python keeps its definitions
+
+
+# --------------------------------------------------------------------------- the review
+def test_review_flags_name_what_reaches_into_the_grading_and_spare_honest_code(built):
     handed = nbformat.read(built["nc_primer"] / "student" / "nc_primer.ipynb", as_version=4)
     solutions = nbformat.read(built["nc_primer"] / "solutions" / "nc_primer.ipynb", as_version=4)
     assert tool.review_flags(solutions, handed) == [] and tool.review_flags(handed, handed) == []
     cases = {
-        CHEAT_PATCH: ["imports ncbook.exercises._core", "uses .harvest", "assigns to an attribute of the module _core"],
+        cheats.HARVEST: ["imports ncbook.exercises._harvest", "uses vars"],
         "import sys\nsys.setprofile = lambda *a: None": ["uses .setprofile", "assigns to an attribute of the module sys"],
         "from ncbook.metrics import _nc\nx = _nc._class_means": ["imports from ncbook.metrics: _nc"],
         "import numpy as np\nnp.savez = print": ["assigns to an attribute of the module np (.savez)"],
@@ -471,21 +596,54 @@ def test_review_flags_name_what_rewrites_the_grading_and_spare_honest_code(built
         "f = eval('1')": ["uses eval"],
         "!cat /etc/passwd": ["a shell or magic line"],
         "def f(:\n    pass": ["does not parse"],
+        cheats.DEL: ["defines __del__"],
+        "def f(x):\n    return {" + ", ".join(f"{i}: {i * 0.5}" for i in range(30)) + "}[x]": ["a literal table of 60"],
     }
     for source, expected in cases.items():
-        flags = tool.review_flags(_with_cell(handed, 3, source), handed)
+        flags = tool.review_flags(cheats.with_cell(handed, 3, source), handed)
         assert flags and all(f.startswith("cell 3: ") for f in flags), (source, flags)
         for text in expected:
             assert any(text in f for f in flags), (source, text, flags)
+    raw = tool.review_flags(cheats.with_cell(handed, 3, cheats.HOOK_PYTHON, kind="raw"), handed)
+    assert any(f.startswith("cell 3 (raw): holds Python code") for f in raw) and any("uses vars" in f for f in raw)
+    md = tool.review_flags(cheats.with_cell(handed, 3, "Notes\n```python\nimport ctypes\n```", kind="markdown"), handed)
+    assert any("a code block in Markdown" in f and "ctypes" in f for f in md)
     honest = "import numpy as np\nexpected = np.ones(3)\nresult = np.linalg.svd(np.eye(3))[1]"  # names, not machinery
-    assert tool.review_flags(_with_cell(handed, 3, honest), handed) == []
+    assert tool.review_flags(cheats.with_cell(handed, 3, honest), handed) == []
 
 
+def test_similarity_names_copies_of_the_published_solution_the_package_and_a_classmate(built):
+    grader = tool.Grader(built["seli"], b"a secret of sixteen bytes", tool.Limits(), sandbox=False)
+    solutions = nbformat.read(built["seli"] / "solutions" / "seli.ipynb", as_version=4)
+    code = lambda nb: [c.source for c in nb.cells if c.cell_type == "code"]  # noqa: E731
+    sim = grader.similarity
+    copied = sim.flags(sim.units(code(cheats.cheat_copy(solutions, [p for _, p in grader.parts]))))
+    assert any(f.startswith("matches the chapter's published solution: ") and "etf_cost_ratio (1.00)" in f
+               for f in copied), copied
+    alternative = sim.units(code(cheats.replace_functions(solutions, ALTERNATIVE["seli"])))
+    flagged = [f for f in sim.flags(alternative) if any(f"{name} (" in f for name in ALTERNATIVE["seli"])]
+    assert flagged == [], flagged
+    removed = grader.manifest["removed"]["minority_norm_ratio_limit"]
+    pasted = cheats.with_cell(solutions, -1, cheats.pasted_reference([tuple(o) for o in removed], tool.package_dir()))
+    paste_units = sim.units(code(cheats.replace_functions(pasted, {"norm_ratio_limit": (
+        "def norm_ratio_limit(num_majority, num_minority):\n"
+        "    return my_seli_step_limits(num_majority, num_minority)['w_norm_ratio']")})))
+    assert any(f.startswith("contains a copy of the package's") and "ncbook.geometry.seli_step_limits in "
+               "norm_ratio_limit" in f for f in sim.flags(paste_units)), \
+        sim.flags(paste_units)
+    peers = sim.peers({"a.ipynb": sim.units(code(solutions)), "b.ipynb": sim.units(code(cheats.cheat_copy(
+        solutions, [p for _, p in grader.parts]))), "c.ipynb": alternative})
+    assert any("matches b.ipynb's" in f for f in peers["a.ipynb"]) and not [f for f in peers["c.ipynb"]
+                                                                           if f.split()[0] in ALTERNATIVE["seli"]]
+
+
+# --------------------------------------------------------------------------- the command and the sandbox
 def test_grading_refuses_without_bubblewrap_unless_told(built, tmp_path, monkeypatch):
     secret = tool.write_secret(tmp_path / "secret.txt")
+    (tmp_path / "subs").mkdir()
     monkeypatch.setattr(tool.shutil, "which", lambda name: None)
     with pytest.raises(SystemExit, match="bubblewrap.*--no-sandbox"):
-        tool.main(["grade", "nc_primer", str(tmp_path), "--secret", str(secret), "--out", str(tmp_path / "o"),
+        tool.main(["grade", "nc_primer", str(tmp_path / "subs"), "--secret", str(secret), "--out", str(tmp_path / "o"),
                    "--build", str(built["nc_primer"])])
 
 
@@ -498,31 +656,31 @@ def test_the_secret_stays_outside_the_repository(tmp_path):
         tool.write_secret(path)
 
 
-def test_the_sandbox_binds_the_environment_and_the_package_only():
-    cmd = tool.sandbox_command(tool.Limits()) if shutil.which("bwrap") else pytest.skip("bubblewrap not installed")
-    binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind"]
-    assert str(ROOT) not in binds and "/" not in binds and os.path.expanduser("~") not in binds
-    assert not any(b == str(ROOT) or (str(ROOT) + "/").startswith(b + "/") for b in binds)  # not the checkout
+def test_the_sandbox_binds_the_environment_and_one_package_over_every_place_ncbook_is_found(built, tmp_path):
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed")
+    manifest, _ = tool.load_assignment(built["seli"])
+    edition = built["seli"] / manifest["groups"][0]["edition"]
+    cmd = tool.sandbox_command(tool.Limits(), package=edition, runner=tool.JUDGE, hide=(str(tmp_path),))
+    binds = [(cmd[i + 1], cmd[i + 2]) for i, a in enumerate(cmd) if a == "--ro-bind"]
+    sources = [s for s, _ in binds]
+    assert str(ROOT) not in sources and "/" not in sources and os.path.expanduser("~") not in sources
+    assert not any(s == str(ROOT) or (str(ROOT) + "/").startswith(s + "/") for s in sources)  # not the checkout
+    targets = {t: s for s, t in binds}
+    for location in tool.ncbook_locations() + ["/opt/ncbook/ncbook"]:
+        assert targets.get(location) == str(edition.resolve()), location
+    assert str(tool.JUDGE) in sources and str(tool.package_dir()) not in sources
     assert {"--unshare-all", "--die-with-parent", "--as-pid-1", "--clearenv"} <= set(cmd)
-    assert str(tool.RUNNER) in binds and str(ROOT / "ncbook") in binds
     i = cmd.index("--chdir")
     assert cmd[i - 2:i] == ["--remount-ro", "/"]  # after every mount: only its own in-memory folders are writable
 
 
-# --------------------------------------------------------------------------- one folder, graded in one command
-def _replace_functions(nb, sources: dict[str, str]):
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
-    for cell in nb.cells:
-        m = re.search(r"^def (\w+)", cell.source, re.M)
-        if _meta(cell).get("role") == "stub" and m and m.group(1) in sources:
-            cell.source = sources[m.group(1)]
-    return nb
-
-
-def _with_cell(nb, index: int, source: str):
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
-    nb.cells.insert(index if index >= 0 else len(nb.cells), nbformat.v4.new_code_cell(source))
-    return nb
+def test_a_submission_writes_its_records_in_its_own_folder():
+    """Chapters write claim records, cost estimates and checkpoints: in a graded run they go under its HOME."""
+    for home in (tool.SANDBOX_HOME, "/scratch/x"):
+        env = tool.sandbox_env("quick", home=home)
+        assert env["HOME"] == home
+        assert all(env[k].startswith(home + "/") for k in ("NCBOOK_RESULTS", "NCBOOK_CHECKPOINTS"))
 
 
 CHEAT_REBIND = '''import sys, types
@@ -612,56 +770,12 @@ print("started")
 '''
 
 
-CHEAT_LEAK = '''import json, sys
-
-def leak(**kwargs):
-    """Raise with every case found in a caller's frame, the last first: a public case's message reaches the feedback."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        cases = frame.f_locals.get("cases")
-        if isinstance(cases, list) and cases:
-            rows = [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in c.items()} for c in cases[::-1]]
-            raise RuntimeError("LEAK " + json.dumps(rows)[:1900])
-        frame = frame.f_back
-    raise RuntimeError("LEAK none")
-'''
-
-# the grading code rewritten inside the kernel: it cannot be prevented there, and the review column names it
-CHEAT_PATCH = '''import ncbook.exercises._core as _core
-from ncbook.exercises import EXERCISES as _EX
-
-def _fake_harvest(name, student, inputs, outputs, *, function=""):
-    cases = _core.unpack_cases(open(inputs, "rb").read())
-    outs = [_core.Outcome(value=_core._to_numpy(_EX[name].expected(c))) for c in cases]
-    open(outputs, "wb").write(_core.pack_outcomes(outs))
-
-_core.harvest = _fake_harvest
-'''
 
 
-def _stub_leak(function: str, params) -> str:
-    return f"def {function}({', '.join(params)}):\n    leak()"
-
-
-def _stub_unwatched(function: str, exercise: str, params, turn: int) -> str:
-    """The reference run where the profiler hook of the calling thread does not see it: in a thread (even turns), or
-    as a copy of its code with other line numbers (odd turns)."""
-    call = ", ".join(f"{p}={p}" for p in params)
-    if turn % 2 == 0:
-        body = (f"    import threading\n    from ncbook.exercises import EXERCISES\n    box = []\n"
-                f"    t = threading.Thread(target=lambda: box.append(EXERCISES[{exercise!r}].expected(dict({call}))))\n"
-                f"    t.start(); t.join()\n    return box[0]")
-    else:
-        body = (f"    import types\n    from ncbook.exercises import EXERCISES\n    ref = EXERCISES[{exercise!r}].reference\n"
-                f"    code = ref.__code__.replace(co_firstlineno=ref.__code__.co_firstlineno + 10000)\n"
-                f"    copy = types.FunctionType(code, ref.__globals__, ref.__name__, ref.__defaults__, ref.__closure__)\n"
-                f"    copy.__kwdefaults__ = ref.__kwdefaults__\n    return copy({call})")
-    return f"def {function}({', '.join(params)}):\n{body}"
-
-
-def _stub_cheat(function: str, params) -> str:
-    args = ", ".join(params)
-    return f"def {function}({args}):\n    return from_frames({', '.join(f'{p}={p}' for p in params)})"
+# --------------------------------------------------------------------------- one folder, graded in one command
+CI_BUDGET_S = 420  # one chapter's folder, 2 at a time on 2 cores, calibration included (measured: see the CI log)
+ESCAPE = CHEAT_READ + "\n" + CHEAT_WRITE.replace("TARGETS", "WRITE_TARGETS") + "\n" + CHEAT_BACKGROUND.replace(
+    "TARGETS", "LOOP_TARGETS")
 
 
 def _marker_processes(marker: str) -> list[int]:
@@ -684,72 +798,100 @@ def _snapshot(*folders: Path) -> dict:
     return out
 
 
+def _named(nb, student: str):
+    nb = cheats.copy_nb(nb)
+    cell = next(c for c in nb.cells if _meta(c).get("role") == "identity")
+    cell.source = f'STUDENT = "{student}"'
+    return nb
+
+
+def _folder(chapter: str, build: Path, parts, marker: str, targets: dict) -> dict:
+    """The chapter's folder: honest notebooks, a planted mistake and one notebook per cheat of the issue."""
+    solutions = nbformat.read(build / "solutions" / f"{chapter}.ipynb", as_version=4)
+    untouched = nbformat.read(build / "student" / f"{chapter}.ipynb", as_version=4)
+    manifest, _ = tool.load_assignment(build)
+    question, old, new = PLANTED[chapter]
+    planted = cheats.copy_nb(solutions)
+    hits = [c for c in planted.cells if old in c.source and _meta(c).get("role") == "stub"]
+    assert len(hits) == 1, f"the planted mistake must hit one solution cell; {len(hits)} contain {old!r}"
+    hits[0].source = hits[0].source.replace(old, new)
+    pasted_for = next(p for p in parts if any("." not in q and not q.startswith("_")
+                                              for _, q in manifest["removed"][p.exercise]))
+    notebooks = {
+        "solutions": _named(solutions, "Ada Lovelace"),
+        "alternative": _named(cheats.replace_functions(solutions, ALTERNATIVE[chapter]), "Grace Hopper"),
+        "untouched": _named(untouched, "Edsger"),
+        "turing_4242_777_" + chapter: _named(planted, ""),  # a Canvas download name: matched by its LMS id
+        "cheat_del": _named(cheats.cheat_del(untouched, parts), "Mallory"),
+        "cheat_hook": _named(cheats.cheat_hook(untouched, parts, cheats.HOOK_PYTHON), "Mallory"),
+        "cheat_thread": cheats.cheat_thread(untouched, parts),
+        "cheat_harvest": cheats.cheat_harvest(untouched, parts),
+        "cheat_source": cheats.cheat_source(untouched, parts),
+        "cheat_table": cheats.cheat_table(untouched, parts),
+        "cheat_raw": cheats.cheat_raw(untouched, parts, f"{chapter}.ipynb"),
+        "cheat_half": cheats.cheat_half(untouched, chapter),
+        "cheat_copy": cheats.cheat_copy(solutions, parts),
+        "cheat_paste": cheats.cheat_paste(untouched, pasted_for, [tuple(o) for o in manifest["removed"][
+            pasted_for.exercise]], tool.package_dir()),
+    }
+    if chapter == "seli":  # the sandbox itself: once is enough
+        notebooks.update({
+            "cheat_hook_c": cheats.cheat_hook(untouched, parts, cheats.HOOK_C),
+            "loop": cheats.with_cell(solutions, 2, "while True:\n    pass"),
+            "no_metadata": _strip(solutions),
+            "escape": cheats.with_cell(untouched, 2, f"TARGETS = {targets['read']!r}\n"
+                                                     f"WRITE_TARGETS = {targets['write']!r}\n"
+                                                     f"LOOP_TARGETS = {targets['loop']!r}\nMARKER = {marker!r}\n"
+                                                     + ESCAPE)})
+    return notebooks
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("chapter", GRADED)
 def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_command(chapter, tmp_path):
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap); .ci/run installs it")
-    build = tool.build(chapter, tmp_path / "build", exercises_only=True)
+    build = tool.build(chapter, tmp_path / "build", exercises_only=True, verify=False, log=lambda *_: None)
     manifest, questions = tool.load_assignment(build)
+    parts = [p for q in questions for p in q.auto]
     auto = {q.label: q.auto_points for q in questions if q.auto}
-    possible = sum(auto.values())
     secret_path = tool.write_secret(tmp_path / "instructor" / "secret.txt")
     secret = tool.read_secret(secret_path)
     (tmp_path / "instructor" / "notes.txt").write_text("the instructor's own file")
     subs, out = tmp_path / "submissions", tmp_path / "grades"
     subs.mkdir()
-    solutions = nbformat.read(build / "solutions" / f"{chapter}.ipynb", as_version=4)
-    untouched = nbformat.read(build / "student" / f"{chapter}.ipynb", as_version=4)
     marker = f"ncbook-cheat-{uuid.uuid4().hex}"
     scores = out / "scores.csv"
-
-    question, old, new = PLANTED[chapter]
-    planted = nbformat.from_dict(json.loads(json.dumps(solutions)))
-    hits = [c for c in planted.cells if old in c.source and _meta(c).get("role") == "stub"]
-    assert len(hits) == 1, f"the planted mistake must hit one solution cell; {len(hits)} contain {old!r}"
-    hits[0].source = hits[0].source.replace(old, new)
-    read_targets = [str(ROOT / "README.md"), str(ROOT / "tools" / "assignments.py"), str(build / "assignment.json"),
-                    str(build / "solutions" / f"{chapter}.ipynb"), str(secret_path), str(subs / "solutions.ipynb"),
-                    str(tmp_path / "instructor" / "notes.txt"), str(ROOT), str(tmp_path), str(Path.home())]
-    write_targets = [str(ROOT), str(ROOT / "tools"), str(build), str(subs), str(out), str(tmp_path / "instructor"),
-                     str(Path.home()), "/tmp", "/var/tmp", "/dev/shm"]
-    functions = [(p.function, EXERCISES[p.exercise].params) for q in questions for p in q.auto]
-    frames = _with_cell(untouched, -1, CHEAT_FRAMES + "\n\n" + "\n\n".join(_stub_cheat(f, ps) for f, ps in functions))
-    leak = _with_cell(untouched, -1, CHEAT_LEAK + "\n\n" + "\n\n".join(_stub_leak(f, ps) for f, ps in functions))
-    unwatched = _with_cell(untouched, -1, "\n\n".join(
-        _stub_unwatched(p.function, p.exercise, EXERCISES[p.exercise].params, i)
-        for i, p in enumerate(p for q in questions for p in q.auto)))
-    notebooks = {
-        "solutions": solutions,
-        "alternative": _replace_functions(solutions, ALTERNATIVE[chapter]),
-        "untouched": untouched,
-        "planted": planted,
-        "loop": _with_cell(solutions, 2, "while True:\n    pass"),
-        "no_metadata": _strip(solutions),
-        "cheat_rebind": _with_cell(untouched, 2, CHEAT_REBIND),
-        "cheat_frames": frames,
-        "cheat_leak": leak,
-        "cheat_unwatched": unwatched,
-        "cheat_patch": _with_cell(untouched, 2, CHEAT_PATCH),
-        "cheat_read": _with_cell(untouched, 2, f"TARGETS = {read_targets!r}\n" + CHEAT_READ),
-        "cheat_write": _with_cell(untouched, 2, f"TARGETS = {write_targets!r}\nMARKER = {marker!r}\n" + CHEAT_WRITE),
-        "cheat_background": _with_cell(untouched, 2, f"TARGETS = {[str(scores), '/tmp/' + marker]!r}\n"
-                                                     f"MARKER = {marker!r}\n" + CHEAT_BACKGROUND),
-    }
+    targets = {"read": [str(ROOT / "README.md"), str(ROOT / "tools" / "assignments.py"), str(build / "assignment.json"),
+                        str(build / "solutions" / f"{chapter}.ipynb"), str(secret_path), str(subs / "solutions.ipynb"),
+                        str(tmp_path / "instructor" / "notes.txt"), str(ROOT), str(tmp_path), str(Path.home())],
+               "write": [str(ROOT), str(ROOT / "tools"), str(build), str(subs), str(out), str(tmp_path / "instructor"),
+                         str(Path.home()), "/tmp", "/var/tmp", "/dev/shm"],
+               "loop": [str(scores), "/tmp/" + marker]}
+    notebooks = _folder(chapter, build, parts, marker, targets)
     for name, nb in notebooks.items():
         nbformat.write(nb, subs / f"{name}.ipynb")
     (subs / "truncated.ipynb").write_bytes((subs / "solutions.ipynb").read_bytes()[:4000])
+    roster = tmp_path / "instructor" / "roster.csv"
+    roster.write_text("student_id,name,lms_id,email\ns001,Ada Lovelace,1001,ada@uni.example\n"
+                      "s002,Grace Hopper,1002,grace@uni.example\ns003,\"Turing, Alan\",4242,alan@uni.example\n")
     watched = (ROOT, build, subs, tmp_path / "instructor")
     before = _snapshot(*watched)
 
     log: list[str] = []
-    limits = tool.Limits(notebook_timeout=150, cell_timeout=20, harvest_timeout=90)
+    calibrate = chapter == "seli"  # the instructor's path once; the other folders with fixed limits (CI time)
+    limits = tool.Limits(notebook_timeout=150, cell_timeout=20, harvest_timeout=60)
     start = time.monotonic()
-    rows = tool.grade(chapter, subs, out, secret=secret, build_dir=build, limits=limits, jobs=2, log=log.append)
+    rows = tool.grade(chapter, subs, out, secret=secret, build_dir=build, limits=limits, jobs=2,
+                      roster=tool.Roster.load(roster), calibrate=calibrate, fixed_timeouts=not calibrate,
+                      log=log.append)
     seconds = time.monotonic() - start
-    stated = int(re.search(r"at most (\d+) s", log[0]).group(1))
-    print(f"\n{chapter}: {len(rows)} notebooks graded in {seconds:.0f} s (stated bound {stated} s)\n"
-          + "\n".join(log) + "\n" + scores.read_text())
+    line = next(x for x in log if "at a time" in x)
+    stated = int(re.search(r"at most (\d+) s", line).group(1))
+    expected = re.search(r"about (\d+) s expected", line)
+    print(f"\n{chapter}: {len(rows)} entries graded in {seconds:.0f} s (stated: "
+          f"{expected.group(0) + ', ' if expected else ''}at most {stated} s)\n" + "\n".join(log) + "\n"
+          + scores.read_text())
     assert seconds < min(stated, CI_BUDGET_S), f"the batch took {seconds:.0f} s"
 
     # the CSV, written by a process that never ran a submission, cannot change afterwards
@@ -760,82 +902,106 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
 
     with scores.open() as f:
         table = {r["submission"]: r for r in csv.DictReader(f)}
-    header = next(csv.reader(scores.open()))
-    written = [f"{q.label} written" for q in questions if q.written]
-    assert header == ["student", "submission", *auto, *written, "total", "possible", "written_possible", "seconds",
-                      "error", "review"]
-    got = {name: {q: float(r[q]) for q in auto} for name, r in table.items()}
-    full = {q: float(p) for q, p in auto.items()}
-    zero = {q: 0.0 for q in auto}
-    for name in ("solutions.ipynb", "alternative.ipynb", "loop.ipynb", "no_metadata.ipynb"):
+    assert len(table) == len(notebooks) + 1 and all(r["id"] for r in table.values())
+    got = {name: {q: int(r[q]) for q in auto} for name, r in table.items()}
+    full = {q: int(p) for q, p in auto.items()}
+    zero = {q: 0 for q in auto}
+    honest = ["solutions.ipynb", "alternative.ipynb"] + (["loop.ipynb", "no_metadata.ipynb"] if chapter == "seli" else [])
+    for name in honest:
         assert got[name] == full, (name, table[name]["error"])
-        assert float(table[name]["total"]) == possible == float(table[name]["possible"])
-    assert got["planted.ipynb"] == {**full, question: 0.0}
-    for name in ("untouched.ipynb", "truncated.ipynb", "cheat_rebind.ipynb", "cheat_frames.ipynb", "cheat_read.ipynb",
-                 "cheat_write.ipynb", "cheat_background.ipynb", "cheat_leak.ipynb", "cheat_unwatched.ipynb"):
-        assert got[name] == zero, (name, table[name]["error"])
-    # what rewrites the grading code in the kernel is named for the instructor; honest notebooks are not
-    assert "harvest" in table["cheat_patch.ipynb"]["review"] and "_core" in table["cheat_patch.ipynb"]["review"]
-    for name in ("cheat_rebind.ipynb", "cheat_frames.ipynb", "cheat_unwatched.ipynb"):
-        assert table[name]["review"], name
-    for name in ("solutions.ipynb", "alternative.ipynb", "untouched.ipynb", "planted.ipynb", "no_metadata.ipynb"):
-        assert table[name]["review"] == "", (name, table[name]["review"])
-    assert "time limit" in table["loop.ipynb"]["error"] and table["loop.ipynb"]["error"].startswith("loop.ipynb: ")
-    assert "invalid JSON" in table["truncated.ipynb"]["error"] and "truncated.ipynb" in table["truncated.ipynb"]["error"]
+        assert table[name]["autograded"] == str(sum(full.values())), name
+    question = PLANTED[chapter][0]
+    assert got[f"turing_4242_777_{chapter}.ipynb"] == {**full, question: 0}
+    dynamic = ["untouched", "cheat_del", "cheat_hook", "cheat_thread", "cheat_harvest", "cheat_source", "cheat_raw",
+               "cheat_half"] + (["cheat_hook_c", "escape"] if chapter == "seli" else [])
+    for name in dynamic:
+        assert got[f"{name}.ipynb"] == zero, (name, table[f"{name}.ipynb"]["error"])
+    # the static cheats: a table holds no hidden case; copies are named for the instructor
+    feedback = lambda name: json.loads((out / "feedback" / f"{table[name]['id']}.json").read_text())  # noqa: E731
+    assert all(p["hidden"] == "0" for q in feedback("cheat_table.ipynb")["questions"] for p in q["parts"])
+    assert "a literal table of" in table["cheat_table.ipynb"]["review"]
+    assert "published solution" in table["cheat_copy.ipynb"]["review"]
+    assert "copy of the package's" in table["cheat_paste.ipynb"]["review"]
+    assert "(raw): holds Python code" in table["cheat_raw.ipynb"]["review"]
+    alternative_review = [f for f in table["alternative.ipynb"]["review"].split("; ")
+                          if any(f" {name} (" in f for name in ALTERNATIVE[chapter])]
+    assert alternative_review == [], alternative_review
+    assert table["untouched.ipynb"]["review"].startswith("not in the roster")  # Edsger is not on the roster
+    assert "duplicate identity: also cheat_hook.ipynb" in table["cheat_del.ipynb"]["review"]
+    for name in ("cheat_thread", "cheat_harvest", "cheat_source", "cheat_del", "cheat_hook"):
+        assert table[f"{name}.ipynb"]["review"], name
+    assert "invalid JSON" in table["truncated.ipynb"]["error"] and table["truncated.ipynb"]["error"].startswith(
+        "truncated.ipynb: ")
     assert table["untouched.ipynb"]["error"] == "" and table["solutions.ipynb"]["error"] == ""
-    assert {r["student"] for r in table.values()} == {Path(n).stem for n in table}  # no identity filled: file names
-    assert all(r[w] == "" for r in table.values() for w in written)
+    # identities: the roster's by STUDENT cell and by the Canvas file name; the rest flagged
+    assert (table["solutions.ipynb"]["student_id"], table["alternative.ipynb"]["student_id"],
+            table[f"turing_4242_777_{chapter}.ipynb"]["student_id"]) == ("s001", "s002", "s003")
+    if chapter == "seli":
+        assert "time limit" in table["loop.ipynb"]["error"] and table["loop.ipynb"]["error"].startswith("loop.ipynb: ")
+        assert any(x.startswith("calibration: the solutions got full marks") for x in log)
 
     # the untouched notebook ran to the end with its stubs blank; the solutions without an error
-    ran = nbformat.read(out / "executed" / "untouched.ipynb", as_version=4)
+    ran = nbformat.read(out / "executed" / f"{table['untouched.ipynb']['id']}.ipynb", as_version=4)
     code = [c for c in ran.cells if c.cell_type == "code"]
     assert all(c.get("execution_count") is not None for c in code), "the untouched notebook did not run to the end"
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert all(o.ename == "NotImplementedError" for o in errors), [o.ename for o in errors]
     assert any("not implemented yet" in json.dumps(c.outputs) for c in code if "check_" in c.source)
-    solved = nbformat.read(out / "executed" / "solutions.ipynb", as_version=4)
+    solved = nbformat.read(out / "executed" / f"{table['solutions.ipynb']['id']}.ipynb", as_version=4)
     assert not [o for c in solved.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
 
-    # nothing outside a submission's folder could be read or written; no file appeared
-    def printed(name, prefix):
-        nb = nbformat.read(out / "executed" / f"{name}.ipynb", as_version=4)
-        text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-        return json.loads(re.search(rf"^{prefix} (.*)$", text, re.M).group(1))
+    if chapter == "seli":  # nothing outside a submission's folder could be read or written; no file appeared
+        def printed(name, prefix):
+            nb = nbformat.read(out / "executed" / f"{table[name]['id']}.ipynb", as_version=4)
+            text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+            return json.loads(re.search(rf"^{prefix} (.*)$", text, re.M).group(1))
 
-    read = printed("cheat_read", "READ")
-    assert read.pop("interfaces") == ["lo"] and read.pop("network") == errno.ENETUNREACH  # no network at all
-    visible = {Path(p).relative_to(Path.home()).parts[0] for p in tool._python_dirs()
-               if Path(p).is_relative_to(Path.home())}
-    for path, result in read.items():
-        assert result in ("FileNotFoundError", "PermissionError") or (isinstance(result, list) and set(result) <= visible
-                                                                       | {".venv", "venv"}), (path, result)
-    wrote = printed("cheat_write", "WROTE")
-    private = ("/tmp", "/dev/shm")  # the sandbox's own in-memory folders: writable there, gone afterwards
-    assert all(wrote[p] in ("FileNotFoundError", "PermissionError", "OSError") for p in wrote if p not in private), wrote
-    for folder in write_targets:
-        assert not (Path(folder) / marker).exists(), f"a submission wrote into {folder}"
+        read = printed("escape.ipynb", "READ")
+        assert read.pop("interfaces") == ["lo"] and read.pop("network") == errno.ENETUNREACH  # no network at all
+        mounts = [Path(p) for p in tool._python_dirs() + tool.ncbook_locations()]  # what the run sandbox binds
+        for path, result in read.items():
+            allowed = {m.relative_to(path).parts[0] for m in mounts if m.is_relative_to(path) and m != Path(path)}
+            assert result in ("FileNotFoundError", "PermissionError") or (
+                isinstance(result, list) and set(result) <= allowed | {".venv", "venv"}), (path, result)
+        wrote = printed("escape.ipynb", "WROTE")
+        private = ("/tmp", "/dev/shm")  # the sandbox's own in-memory folders: writable there, gone afterwards
+        assert all(wrote[p] in ("FileNotFoundError", "PermissionError", "OSError") for p in wrote if p not in private)
+        for folder in targets["write"]:
+            assert not (Path(folder) / marker).exists(), f"a submission wrote into {folder}"
     after = _snapshot(*watched)
-    assert {k: v for k, v in after.items() if before.get(k) != v} == {}, "files changed outside the submissions"
+    assert {k: v for k, v in after.items() if before.get(k) != v} == {}, "files changed outside the results folder"
 
     # no hidden input or expected value in any output or feedback; feedback has the public checks' messages
-    tokens = hidden_tokens(secret, [p.exercise for q in questions for p in q.auto])
-    outputs = [p for p in out.rglob("*") if p.is_file()]
+    grader = tool.Grader(build, secret, limits, sandbox=False, roster=tool.Roster.load(roster))
+    keys = [grader.identify(e, tool.parse_notebook(tool.read_bytes(e)))[1] for e in tool.entries(subs)
+            if e.name != "truncated.ipynb"]
+    submitted = "\n".join(p.read_text(errors="ignore") for p in subs.iterdir() if p.is_file())
+    tokens = {t for t in hidden_tokens(secret, [p.exercise for p in parts], keys) if t not in submitted}  # a table
+    outputs = [p for p in out.rglob("*") if p.is_file()]                     # a cheater computed is no leak
     assert {p.parent.name for p in outputs} >= {"feedback", "executed", "answers"}
     leaks = [(p.name, t) for p in outputs for t in tokens if t in p.read_text(errors="ignore")]
     leaks += [("log", t) for t in tokens if t in "\n".join(log)]
     assert not leaks, leaks[:5]
-    feedback = (out / "feedback" / "planted.md").read_text()
-    assert "public check" in feedback and "hidden cases" in feedback and "expected" in feedback
-    answers = next((out / "answers").glob("*.csv"), None)
-    if answers is not None:
-        rows_ = list(csv.DictReader(answers.open()))
-        assert [r for r in rows_ if r["submission"] == "solutions.ipynb"] and set(rows_[0]) == {
-            "student", "submission", "question", "answer", "points"}
+    page = (out / "feedback" / f"{table[f'turing_4242_777_{chapter}.ipynb']['id']}.html").read_text()
+    assert "Public check" in page and "Hidden cases" in page and "expected" in page
 
-
-def test_a_submission_writes_its_records_in_its_own_folder():
-    """Chapters write claim records, cost estimates and checkpoints: in a graded run they go under its HOME."""
-    for home in (tool.SANDBOX_HOME, "/scratch/x"):
-        env = tool.sandbox_env("quick", home=home)
-        assert env["HOME"] == home
-        assert all(env[k].startswith(home + "/") for k in ("NCBOOK_RESULTS", "NCBOOK_CHECKPOINTS"))
+    # written points from the filled answers reach total, and the gradebook export carries them
+    written = [q for q in questions if q.written]
+    for q in written:
+        path = out / "answers" / f"{q.label}.csv"
+        rows_ = list(csv.DictReader(path.open()))
+        assert len(rows_) == len(table) and set(rows_[0]) == {"id", "student", "submission", "question", "answer",
+                                                             "points"}
+        for r in rows_:
+            r["points"] = str(int(q.written)) if r["submission"] == "solutions.ipynb" else "1"
+        tool.write_csv(path, list(rows_[0]), rows_)
+    merged = {r["submission"]: r for r in tool.merge(out, log=lambda *_: None)}
+    bonus = sum(int(q.written) for q in written)
+    assert int(merged["solutions.ipynb"]["total"]) == sum(full.values()) + bonus
+    assert int(merged["alternative.ipynb"]["total"]) == sum(full.values()) + len(written)
+    export = list(csv.reader(tool.export(out, tool.Roster.load(roster), "canvas", assignment=f"{chapter} exercises",
+                                         log=lambda *_: None).open(newline="")))
+    assert export[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{chapter} exercises"]
+    assert {r[2]: int(r[5]) for r in export[2:]} == {
+        "s001": sum(full.values()) + bonus, "s002": sum(full.values()) + len(written),
+        "s003": sum(full.values()) - int(auto[question]) + len(written)}

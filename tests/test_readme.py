@@ -87,15 +87,18 @@ def test_the_plan_assumptions_and_the_quick_measurement():
 
 
 def test_the_grading_limits_are_the_graders_defaults():
-    limits = _module(ROOT / "tools" / "assignments.py", "assignments_readme").Limits()
-    assert_readme_says(f"`--timeout` seconds for all of a notebook's cells (default {limits.notebook_timeout})")
-    assert_readme_says(f"`--cell-timeout` per cell ({limits.cell_timeout};")
-    assert_readme_says(f"`--harvest-timeout` per question for its public cases and again for its hidden cases "
-                       f"({limits.harvest_timeout})")
-    assert_readme_says(f"per process ({limits.memory >> 20});")
-    assert_readme_says(f"of {limits.folder >> 20} MiB each where the installed bubblewrap has `--size`")
-    extra = limits.wall(2) - limits.notebook_timeout - 2 * limits.harvest_timeout  # two harvests a question
-    assert_readme_says(f"`--timeout` plus twice `--harvest-timeout` for each question plus {extra} s")
+    tool = _module(ROOT / "tools" / "assignments.py", "assignments_readme")
+    limits = tool.Limits()
+    assert_readme_says(f"(`--memory`, {limits.memory >> 20} MiB for all its processes together")
+    assert_readme_says(f"(`--processes`, {limits.processes} processes and threads)")
+    assert_readme_says(f"in-memory folders of {limits.folder >> 20} MiB each")
+    assert_readme_says(f"The executed notebook kept is at most {limits.notebook_bytes >> 20} MiB")
+    calibrated = tool.limits_from(tool.Calibration(seconds=15.0, run=10.0, judge=5.0), limits)
+    assert (calibrated.notebook_timeout, calibrated.harvest_timeout) == (4 * 10 + 30, 2 * 5 + 10)
+    assert tool.limits_from(tool.Calibration(1.0, 1.0, 0.0), limits).notebook_timeout == 60
+    assert tool.limits_from(tool.Calibration(1.0, 1.0, 0.0), limits).harvest_timeout == 20
+    assert_readme_says("a notebook's cells: four times the solutions' run plus 30 s, at least 60 s; a question's "
+                       "cases: twice their judge time plus 10 s, at least 20 s")
 
 
 def test_the_notebook_test_limit_and_the_python_versions():

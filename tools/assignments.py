@@ -1,76 +1,90 @@
 #!/usr/bin/env python3
-"""Build assignments from a chapter's exercises, and grade a class's notebooks in a sandbox.
+"""Build assignments from a chapter's exercises, and grade a class's notebooks where no answer can be reached.
 
 ::
 
-    python3 tools/assignments.py secret <file>                    # the instructor's secret (keep it private)
-    python3 tools/assignments.py build <chapter> [--out DIR] [--exercises-only]
-    python3 tools/assignments.py grade <chapter> <folder-of-notebooks> --secret <file> --out DIR
-                                 [--build DIR] [--jobs N] [--timeout S] [--cell-timeout S] [--memory MiB]
-                                 [--no-sandbox]
+    python3 tools/assignments.py secret <file>                  # the instructor's secret (keep it private)
+    python3 tools/assignments.py build <chapter> [--out DIR] [--exercises-only] [--book-url URL]
+    python3 tools/assignments.py grade <chapter> <folder> --secret <file> --out DIR [--build DIR]
+                                 [--roster CSV] [--points FILE] [--point KEY=VALUE ...] [--precision N]
+                                 [--jobs N] [--timeout S] [--cell-timeout S] [--harvest-timeout S]
+                                 [--memory MiB] [--processes N] [--no-calibration] [--no-sandbox]
+    python3 tools/assignments.py merge DIR                       # written points (answers/*.csv) into totals
+    python3 tools/assignments.py export DIR --roster CSV --format canvas|moodle [--name NAME] [--file PATH]
 
-``build`` turns the chapter's student notebook (the one generator, ``tools/student_notebooks.py``:
-the same stubs, public checks and answer prompts) into an assignment in ``DIR`` (default
-``assignments/build/<chapter>``): ``student/<chapter>.ipynb`` to hand out (a first cell for the
-student's name, the chapter's public checks; it runs in Colab without any other file),
-``solutions/<chapter>.ipynb`` (the same notebook filled in with the chapter's solutions) and
-``assignment.json`` (the questions: the exercise spec, function name and points of each
-autograded part, the points of each written part). Nothing in it is secret. ``--exercises-only``
-keeps the exercises and the earlier code cells they need: a short assignment that grades in seconds.
+``build`` turns the chapter's student notebook (the one generator, ``tools/student_notebooks.py``) into an
+assignment in ``DIR`` (default ``assignments/build/<chapter>``): ``student/<chapter>.ipynb`` to hand out,
+``solutions/<chapter>.ipynb`` (the same filled in with the chapter's solutions), ``edition/<key>/ncbook``
+(the *student edition* of the package, one per group of questions: ``tools/grading/edition.py``) and
+``assignment.json``. ``--exercises-only`` keeps the exercises, the earlier code cells they need, the
+statements they cite and a link to the chapter's page. Nothing in a build is secret.
 
-``grade`` runs every ``*.ipynb`` of a folder, each in its own bubblewrap sandbox, side by side over
-the cores. A sandbox sees the system, the Python environment and the ``ncbook`` package, read-only,
-and an empty private folder (its HOME, in memory) — no network, nothing else of the machine; its
-processes end with it; time and memory are limited. After the notebook's cells, the student's
-functions are applied there to the public cases and to hidden cases drawn from the instructor's
-secret; only the returned numbers leave the sandbox, and this process, which never imports a
-submission, compares them with the reference. ``DIR`` gets ``scores.csv`` (one row per notebook,
-written as each finishes), ``feedback/`` (per student: points, the public checks' messages, how
-many hidden cases passed), ``executed/`` (each notebook as it ran, before any hidden case existed
-in its sandbox) and ``answers/<question>.csv`` (the written answers, one file per question, for
-grading by hand). Without ``bwrap`` the command refuses unless ``--no-sandbox`` is given.
+``grade`` first grades the solutions notebook (it must get full marks; its time sets the default limits
+and the printed estimate), then every entry of the folder, each notebook in two bubblewrap sandboxes:
+*run* (the whole notebook with the full package, for the executed notebook; nothing is scored from it)
+and *judge* (a fresh one with the student edition, where the answers are absent: it runs only the code
+cells the graded functions need, applies them to the public cases, and only after those outcomes have
+come back receives the hidden cases, drawn for this student from HMAC(secret, exercise + student key);
+only numbers come back from that stage). This process, which never runs a submission, judges the numbers.
+``DIR`` gets ``scores.csv``, ``feedback/<id>.html`` (one page per student), ``executed/<id>.ipynb``,
+``answers/<question>.csv`` (written answers, a ``points`` column to fill) and ``grading.json``. ``merge``
+adds the filled written points to ``total``; ``export`` writes a Canvas or Moodle gradebook CSV.
 
 Why not otter-grader (used here before): its local grading runs the tests in the submission's own
-process, where a cell can rebind the checks, ``torch.allclose`` or otter's runner, read the tests
-from disk and leave processes behind (otter's documentation recommends its Docker mode, which
-needs an image registry); and its Colab mode needs the test files at a URL. The stripping of
-solutions and the public checks are the generator's and the package's already.
+process, where a cell can rebind the checks, ``torch.allclose`` or otter's runner, read the tests from
+disk and leave processes behind; and its Colab mode needs the test files at a URL.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
-import builtins
 import concurrent.futures
+import contextlib
 import copy
-import csv
 import hashlib
+import importlib.util
+import io
 import json
 import math
 import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import importlib.util
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 import jupytext
 import nbformat
 
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from grading import edition as _edition  # noqa: E402
+from grading.gradebook import (Points, Roster, export, feedback_html, fmt, merge, write_csv)  # noqa: E402,F401
+from grading.review import Similarity, needed_cells, review_flags  # noqa: E402,F401
+from grading.review import names as _names  # noqa: E402
+from grading.review import _norm  # noqa: E402,F401
+from grading.sandbox import (SANDBOX_HOME, Channel, Limits, bwrap_features, confinement,  # noqa: E402,F401
+                             ncbook_locations, python_dirs as _python_dirs, sandbox_command as _sandbox_command,
+                             sandbox_env)
+from grading.submissions import (MAX_ANSWER_CHARS, Entry, NotebookError, clean as _clean, entries,  # noqa: E402,F401
+                                 parse_notebook, read_bytes, read_submission, refusal, slug, student_identity,
+                                 written_answers)
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).resolve().parent / "grade_runner.py"
+JUDGE = Path(__file__).resolve().parent / "grade_judge.py"
+REVIEW_CHARS = 4000  # of the review column: long enough for every flag, short enough for any spreadsheet
 WRITTEN_POINTS = 2
 IDENTITY_SOURCE = ('# Your name or student id, as your instructor asked for it (it names your row of the grades)\n'
                    'STUDENT = ""')
-SANDBOX_HOME = "/home/student"
 
 _CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(\s*(\w+)\s*[,)]")
 _STUB_LABEL = re.compile(r'raise NotImplementedError\("exercise: ([^"]+)"\)')
@@ -174,47 +188,6 @@ def chapter_solutions(md_path: Path) -> dict[str, Solution]:
     return out
 
 
-def _names(source: str) -> tuple[set[str], set[str]]:
-    """(free names a cell reads, names it binds at top level); names bound inside functions stay local."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set(), set()
-    loads, top, inner, updated = set(), set(), set(), set()
-
-    def bind(node, scope):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            scope.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            scope.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            scope.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            updated.add(node.target.id)  # x += ... reads x
-
-    def visit(node, scope):
-        bind(node, scope)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            loads.add(node.id)
-        nested = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp,
-                                   ast.DictComp, ast.GeneratorExp))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            inner.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
-            for d in getattr(node, "decorator_list", []) + node.args.defaults + node.args.kw_defaults:
-                if d is not None:
-                    visit(d, scope)
-            body = node.body if isinstance(node.body, list) else [node.body]
-            for child in body:
-                visit(child, inner)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, inner if nested else scope)
-
-    for stmt in tree.body:
-        visit(stmt, top)
-    return ((loads - inner - top) | updated) - set(dir(builtins)), top
-
-
 def _exercise_start(cells) -> int:
     """Index of the first cell of the exercises: the "## Exercises" heading, else the first exercise cell."""
     for i, cell in enumerate(cells):
@@ -224,8 +197,80 @@ def _exercise_start(cells) -> int:
     return max(first - 1, 0)
 
 
-def _slice_exercises(cells, needed_sources: list[str]) -> list:
-    """The chapter's title, the exercises, and the earlier code cells they need (by the names they use)."""
+_CITED = re.compile(r"\b(?P<kind>Theorem|Proposition|Definition|Lemma|Corollary|Figure|Table|Example|Remark|"
+                    r"Assumption)s?\s+(?P<num>\d+(?:\.\d+)+)|\((?P<eq>\d+\.\d+)\)")
+
+
+def book_url(stem: str, base: str | None = None) -> str:
+    """The chapter's page in the published book: ``base`` (else ``html.baseurl`` of ``_config.yml``, else the
+    GitHub Pages address of its ``repository.url``) + ``book/<stem>.html``."""
+    if not base:
+        import yaml
+
+        config = yaml.safe_load((ROOT / "_config.yml").read_text()) or {}
+        base = (config.get("html") or {}).get("baseurl") or ""
+        repo = (config.get("repository") or {}).get("url") or ""
+        m = re.match(r"https?://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repo)
+        if not base and m:
+            base = f"https://{m.group(1)}.github.io/{m.group(2)}/"
+    return base.rstrip("/") + f"/book/{stem}.html" if base else f"book/{stem}.html"
+
+
+def _blocks(markdown: str) -> list[str]:
+    """A Markdown cell cut into blocks: each blockquote (a run of ``>`` lines), each ``$$`` display, each paragraph."""
+    lines, out, i = markdown.split("\n"), [], 0
+    while i < len(lines):
+        if lines[i].lstrip().startswith(">"):
+            j = i
+            while j < len(lines) and lines[j].lstrip().startswith(">"):
+                j += 1
+        elif lines[i].strip().startswith("$$"):
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().endswith("$$"):
+                j += 1
+            j += 1
+        elif not lines[i].strip():
+            i += 1
+            continue
+        else:
+            j = i
+            while j < len(lines) and lines[j].strip() and not lines[j].lstrip().startswith((">", "$$")):
+                j += 1
+        out.append("\n".join(lines[i:j]).strip())
+        i = max(j, i + 1)
+    return out
+
+
+def cited_statements(before, exercises) -> list[str]:
+    """The blocks of the chapter (``before``: its cells up to the exercises) that the exercises' text cites:
+    "Theorem 2.1" (its blockquote), "(2.3)" (the statement or display holding ``\\tag{2.3}``), "Figure 2.1"
+    (the paragraph holding its caption). In the order the chapter has them, each once."""
+    def cites(texts) -> set:
+        return {("eq", m.group("eq")) if m.group("eq") else (m.group("kind"), m.group("num"))
+                for text in texts for m in _CITED.finditer(text)}
+
+    blocks = [b for cell in before if cell.cell_type == "markdown" for b in _blocks(cell.source)]
+    wanted = cites(c.source for c in exercises if c.cell_type == "markdown")
+    found: list[str] = []
+    while True:  # a carried statement may cite another ("under the hypotheses of Theorem 3.1"): carry it too
+        more = [b for b in blocks if b not in found and any(_holds(b, kind, num) for kind, num in wanted)]
+        if not more:
+            return [b for b in blocks if b in found]  # in the chapter's order
+        found += more
+        wanted |= cites(more)
+
+
+def _holds(block: str, kind: str, num: str) -> bool:
+    """Does ``block`` state ``kind num`` (a "**Theorem 2.1" statement, a ``\\tag{2.3}`` display, a caption)?"""
+    head = block.lstrip("> ").strip()
+    return bool((kind == "eq" and f"\\tag{{{num}}}" in block) or
+                (kind != "eq" and re.match(rf"\*\*{kind} {re.escape(num)}\b", head)) or
+                (kind in ("Figure", "Table") and re.search(rf"\b{kind} {re.escape(num)}[.:]", block)))
+
+
+def _slice_exercises(cells, needed_sources: list[str], *, stem: str | None = None, url: str | None = None) -> list:
+    """The chapter's title with a link to its page, the statements its exercises cite, the exercises, and the
+    earlier code cells they need (by the names they use)."""
     start = _exercise_start(cells)
     head = cells[start]
     if head.cell_type == "markdown" and (m := re.search(r"^#+\s+Exercises\s*$", head.source, re.M)):
@@ -251,9 +296,18 @@ def _slice_exercises(cells, needed_sources: list[str]) -> list:
             keep.append(cell)
             needed = (needed - stores) | loads
     title = cells[0] if cells[0].cell_type == "markdown" else nbformat.v4.new_markdown_cell("# Assignment")
-    title = nbformat.v4.new_markdown_cell(title.source.split("\n\n")[0] + "\n\nThis assignment keeps the chapter's "
-                                          "exercises and only the code they need; the chapter itself is in the book.")
-    return [title] + list(reversed(keep)) + tail
+    heading = title.source.split("\n\n")[0]
+    page = book_url(stem, url) if stem else url
+    where = f"[its page in the book]({page})" if page else "in the book"
+    intro = [nbformat.v4.new_markdown_cell(f"{heading}\n\nThis assignment keeps the chapter's exercises and only the "
+                                           f"code they need; the chapter itself, with its figures and derivations, "
+                                           f"is {where}.")]
+    statements = cited_statements(cells[:start], tail)
+    if statements:
+        intro.append(nbformat.v4.new_markdown_cell(
+            "## What the exercises cite\n\nThe statements, equations and figures of the chapter that the exercises "
+            "below refer to, as the chapter states them:\n\n" + "\n\n".join(statements)))
+    return intro + list(reversed(keep)) + tail
 
 
 # --------------------------------------------------------------------------- the assignment's notebooks
@@ -373,7 +427,7 @@ def _fill(student, solutions: dict[str, Solution], md_name: str):
     return nb
 
 
-def assignment_notebooks(md_path: Path, *, exercises_only: bool = False):
+def assignment_notebooks(md_path: Path, *, exercises_only: bool = False, url: str | None = None):
     """(handed-out notebook, the same filled in with the solutions, questions) of a chapter."""
     md_path = Path(md_path)
     student = student_notebook(md_path)
@@ -381,7 +435,8 @@ def assignment_notebooks(md_path: Path, *, exercises_only: bool = False):
     cells = student.cells
     labels = list(dict.fromkeys(_meta(c)["exercise"] for c in cells if _meta(c).get("exercise")))
     if exercises_only:
-        cells = _slice_exercises(cells, [s for lab in labels for s in solutions.get(lab, Solution()).code])
+        cells = _slice_exercises(cells, [s for lab in labels for s in solutions.get(lab, Solution()).code],
+                                 stem=md_path.stem, url=url)
     cells = _add_answer_prompts(cells)
     identity = nbformat.v4.new_code_cell(IDENTITY_SOURCE, metadata={"ncbook": {"role": "identity"}})
     first = 1 if cells and cells[0].cell_type == "markdown" else 0
@@ -402,21 +457,104 @@ def _chapter_path(chapter: str) -> Path:
     return path
 
 
-def build(chapter: str, out: Path | None = None, *, exercises_only: bool = False) -> Path:
-    """Build the assignment of ``chapter`` into ``out`` (default ``assignments/build/<chapter>``); return ``out``."""
+def solution_functions(md_path: Path, functions) -> dict:
+    """The chapter's solution functions of ``functions``, defined by running only the solution cells that define
+    them, in a namespace with the chapter's usual imports (a cell that also uses the chapter's variables
+    fails after its definitions: they stay)."""
+    import itertools
+
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
     import ncbook
+    from ncbook import contrastive, geometry, losses, metrics, reweighting, ufm
+
+    ns = {"np": np, "torch": torch, "F": F, "math": math, "itertools": itertools, "ncbook": ncbook,
+          "contrastive": contrastive, "geometry": geometry, "losses": losses, "metrics": metrics,
+          "reweighting": reweighting, "ufm": ufm}
+    wanted = set(functions)
+    for solution in chapter_solutions(md_path).values():
+        for source in solution.code:
+            if any(re.search(rf"^\s*def\s+{re.escape(f)}\b", source, re.M) for f in wanted):
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()):  # a solution cell may print
+                        exec(compile(source, str(md_path), "exec"), ns)
+                except Exception:  # noqa: BLE001 - see the docstring
+                    pass
+    return {f: ns[f] for f in wanted if callable(ns.get(f))}
+
+
+def plan_groups(md_path: Path, questions: list[Question]) -> tuple[list, dict]:
+    """(groups of exercises judged together, what the edition removes per exercise): see
+    :func:`grading.edition.groups`; a question's "use" is what its chapter solution calls on the public cases."""
+    from ncbook.exercises import EXERCISES
+
+    parts = [p for q in questions for p in q.auto]
+    removed = {p.exercise: _edition.removed_for(EXERCISES[p.exercise]) for p in parts}
+    functions = solution_functions(md_path, {p.function for p in parts})
+    used = {}
+    for p in parts:
+        fn, cases = functions.get(p.function), EXERCISES[p.exercise].public_cases()  # the cases' own calls not counted
+        used[p.exercise] = _edition.calls(lambda fn=fn, cases=cases: [fn(**c) for c in cases]) \
+            if fn is not None else set()
+        # what the chapter's own solution calls stays (one_angle_cosine's cl_risk runs the risk object that its
+        # reference's solver runs too): the reference's entry points go, the shared machinery stays
+        removed[p.exercise] -= used[p.exercise]
+    return _edition.groups(removed, used), removed
+
+
+def build(chapter: str, out: Path | None = None, *, exercises_only: bool = False, url: str | None = None,
+          verify: bool = True, check_imports: bool = True, log=print) -> Path:
+    """Build the assignment of ``chapter`` into ``out`` (default ``assignments/build/<chapter>``); return ``out``.
+
+    Writes the handed-out and solutions notebooks, one student edition of the package per group of questions
+    (each imported once to check it) and ``assignment.json``. With ``verify`` the solutions notebook is then
+    judged on its public cases against each edition (no sandbox: it is the course's own code), so a chapter
+    whose solution needs what an edition removes fails here, naming the question. ``check_imports`` imports
+    each rewritten module of each edition in a fresh interpreter (a stub that a module uses at import time).
+    """
+    import ncbook
+    from ncbook.exercises import EXERCISES
 
     md = _chapter_path(chapter)
     out = Path(out or ROOT / "assignments" / "build" / md.stem).resolve()
-    handed, filled, questions = assignment_notebooks(md, exercises_only=exercises_only)
+    handed, filled, questions = assignment_notebooks(md, exercises_only=exercises_only, url=url)
     for sub, nb in (("student", handed), ("solutions", filled)):
         (out / sub).mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, out / sub / f"{md.stem}.ipynb")
+    groups, removed = plan_groups(md, questions)
+    if (out / "edition").exists():
+        shutil.rmtree(out / "edition")
+    records = []
+    for group in groups:
+        package = _edition.write_edition(out / "edition" / group.key, group.removed)
+        problem = _edition.import_check(package, {m for m, _ in group.removed}) if check_imports else None
+        if problem:
+            raise SystemExit(f"the student edition for {', '.join(group.exercises)} does not import:\n{problem}")
+        records.append({"exercises": list(group.exercises), "edition": f"edition/{group.key}/ncbook",
+                        "removed": sorted(map(list, group.removed))})
     manifest = {"chapter": md.stem, "exercises_only": exercises_only, "notebook": f"{md.stem}.ipynb",
-                "ncbook": ncbook.__version__,
+                "ncbook": ncbook.__version__, "groups": records,
+                "removed": {e: sorted(map(list, r)) for e, r in removed.items()},
+                "forbid_external": {p.exercise: _edition.external_forbidden(EXERCISES[p.exercise])
+                                    for q in questions for p in q.auto},
                 "questions": [{"label": q.label, "title": q.title, "auto": [p.__dict__ for p in q.auto],
                                "written": q.written} for q in questions]}
     (out / "assignment.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    if verify and any(q.auto for q in questions):
+        grader = Grader(out, b"public cases only: no secret is used", Limits(), sandbox=False)
+        judged, problems, _ = grader.judge(filled, "build", hidden=False)
+        bad = [(p, EXERCISES[p.exercise].judge(grader.public[p.exercise], judged[p.exercise].public))
+               for _, p in grader.parts]
+        bad = [(p, c) for p, c in bad if not c.passed]
+        if bad:
+            p, check = bad[0]
+            raise SystemExit(f"{md.name}: the chapter's solution of {p.exercise} ({p.function}) fails its public check "
+                             f"against the student edition ({'; '.join(problems) or 'no problem reported'}):\n"
+                             f"{check.message}")
+        log(f"built {out}: {len(questions)} questions, {sum(len(q.auto) for q in questions)} autograded parts in "
+            f"{len(groups)} judge group(s); the solutions pass their public checks against the student edition")
     return out
 
 
@@ -431,563 +569,7 @@ def load_assignment(build_dir: Path) -> tuple[dict, list[Question]]:
     return manifest, questions
 
 
-# --------------------------------------------------------------------------- reading a submission (as data)
-class NotebookError(ValueError):
-    """A submission that is not a readable notebook."""
-
-
-MAX_NOTEBOOK_BYTES = 50 << 20
-
-
-def read_submission(path: Path) -> nbformat.NotebookNode:
-    """The submission's cells as a clean v4 notebook (sources and our cell metadata only); never executes it.
-
-    Raises
-    ------
-    NotebookError
-        Too large, not UTF-8 JSON (a truncated file), or no list of cells.
-    """
-    size = path.stat().st_size
-    if size > MAX_NOTEBOOK_BYTES:
-        raise NotebookError(f"{size >> 20} MiB: larger than the {MAX_NOTEBOOK_BYTES >> 20} MiB a notebook may have")
-    try:
-        raw = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise NotebookError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise NotebookError(f"not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno} "
-                            f"({exc.msg}; a truncated file?)") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        raise NotebookError("not a Jupyter notebook (no list of cells; nbformat 4 expected)")
-    cells = []
-    for cell in raw["cells"]:
-        if not isinstance(cell, dict):
-            continue
-        source = cell.get("source", "")
-        source = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else str(source)
-        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        ours = {"ncbook": meta["ncbook"]} if isinstance(meta.get("ncbook"), dict) else {}
-        kind = cell.get("cell_type")
-        if kind == "code":
-            cells.append(nbformat.v4.new_code_cell(source, metadata=ours))
-        elif kind in ("markdown", "raw"):
-            cells.append((nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_raw_cell)(
-                source, metadata=ours))
-    nb = nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"}})
-    _renumber(nb)
-    return nb
-
-
-def _clean(text: str, limit: int = 120) -> str:
-    """One line of at most ``limit`` printable characters, safe in a spreadsheet (no leading = + - @)."""
-    text = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text)).strip()[:limit]
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
-
-
-def student_identity(nb) -> str | None:
-    """The value of the first non-empty ``STUDENT = "..."`` of a code cell (read with ``ast``, not run)."""
-    for cell in nb.cells:
-        if cell.cell_type != "code" or "STUDENT" not in cell.source:
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        for node in tree.body:
-            if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "STUDENT" for t in node.targets)
-                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                    and node.value.value.strip()):
-                return _clean(node.value.value, 100)
-    return None
-
-
-# what in a submission's own code the instructor should look at (see review_flags): attributes of the grading
-# machinery, the references, the profiler hook, frames and code objects; names of dynamic code; modules that
-# start threads or processes or reach into the interpreter
-_REVIEW_ATTRIBUTES = {"EXERCISES", "reference", "expected", "harvest", "collect", "watched", "setprofile",
-                      "getprofile", "settrace", "gettrace", "_getframe", "f_locals", "f_globals", "f_back", "__code__",
-                      "co_code", "get_objects", "getsource", "modules", "__globals__", "__closure__"}
-_REVIEW_NAMES = {"EXERCISES", "exec", "eval", "compile", "__import__", "__builtins__", "setattr", "globals"}
-_REVIEW_MODULES = {"importlib", "ctypes", "gc", "threading", "_thread", "multiprocessing", "subprocess", "signal",
-                   "concurrent", "pickle", "marshal"}
-
-
-def review_flags(nb, handed=None) -> list[str]:
-    """What in a submission's own code cells (not the handed-out ones) an instructor should read: statically,
-    never run. A notebook runs in the student's kernel, where code can rewrite the grading code itself
-    (monkeypatching ``ncbook`` or numpy) or call a reference outside the watched function; the scores cannot
-    see that, this list can: a private module or attribute of an imported package, an assignment to an
-    attribute of an imported module, one of the attributes, names or modules of :data:`_REVIEW_ATTRIBUTES`,
-    :data:`_REVIEW_NAMES` and :data:`_REVIEW_MODULES`, a shell or magic line, a cell that does not parse.
-    One line each (cell index and what), in the order found.
-    """
-    own = {_norm(c.source) for c in (handed.cells if handed is not None else []) if c.cell_type == "code"}
-    flags: list[str] = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or not cell.source.strip() or _norm(cell.source) in own:
-            continue
-        lines = cell.source.splitlines()
-        if any(line.lstrip().startswith(("%", "!")) for line in lines):
-            flags.append(f"cell {index}: a shell or magic line")
-        code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            flags.append(f"cell {index}: does not parse")
-            continue
-        modules: set[str] = set()
-        found: list[str] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    modules.add((a.asname or a.name).split(".")[0])
-                    if any(part.startswith("_") for part in a.name.split(".")) or \
-                            a.name.split(".")[0] in _REVIEW_MODULES:
-                        found.append(f"imports {a.name}")
-            elif isinstance(node, ast.ImportFrom):
-                mod = node.module or ""
-                if any(part.startswith("_") for part in mod.split(".")) or mod.split(".")[0] in _REVIEW_MODULES or \
-                        any(a.name.startswith("_") or a.name in _REVIEW_ATTRIBUTES for a in node.names):
-                    found.append(f"imports from {mod}: {', '.join(a.name for a in node.names)}")
-                modules.update(a.asname or a.name for a in node.names)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute):
-                root = node
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                base = root.id if isinstance(root, ast.Name) else ""
-                if node.attr in _REVIEW_ATTRIBUTES:
-                    found.append(f"uses .{node.attr}")
-                elif base in modules and node.attr.startswith("_") and not node.attr.startswith("__"):
-                    found.append(f"uses the private attribute {node.attr} of {base}")
-                if isinstance(node.ctx, (ast.Store, ast.Del)) and base in modules:
-                    found.append(f"assigns to an attribute of the module {base} (.{node.attr})")
-            elif isinstance(node, ast.Name) and node.id in _REVIEW_NAMES:
-                found.append(f"uses {node.id}")
-        flags += [f"cell {index}: {what}" for what in dict.fromkeys(found)]
-    return flags
-
-
-def _norm(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().splitlines())
-
-
-def written_answers(nb, handed, questions: list[Question]) -> dict[str, str]:
-    """Each written question's answer: its prompt cells' text and the cells the student added after them.
-
-    Prompts are found by their metadata, or by their text in a notebook that lost it (cells pasted
-    into a new notebook); a cell counts as added when the handed-out notebook has no cell like it.
-    """
-    wanted = {q.label for q in questions if q.written}
-    by_title = {q.title: q.label for q in questions if q.written}
-    original = {_norm(c.source) for c in handed.cells}
-    functions = {p.function for q in questions for p in q.auto} | {
-        m.group(1) for c in handed.cells if _meta(c).get("role") == "stub"
-        for m in re.finditer(r"^\s*def\s+(\w+)", c.source, re.M)}  # the stubs' functions: not an answer
-    parts: dict[str, list[str]] = {label: [] for label in wanted}
-    current, pending = None, []  # pending: added cells just before a prompt (an answer's code, pasted)
-    for cell in nb.cells:
-        meta = _meta(cell)
-        prompt = _PROMPT.match(cell.source) if cell.cell_type == "markdown" else None
-        label = meta.get("exercise") if meta.get("role") == "answer" else None
-        if label is None and prompt:
-            label = by_title.get(prompt.group("title"))
-        defines = cell.cell_type == "code" and any(re.search(rf"^\s*def\s+{re.escape(f)}\b", cell.source, re.M)
-                                                   for f in functions)
-        added = _norm(cell.source) not in original and bool(cell.source.strip())
-        text = cell.source.strip() if cell.cell_type == "markdown" else f"```python\n{cell.source.strip()}\n```"
-        if label in wanted:
-            if label != current:
-                parts[label] += pending
-            current, pending = label, []
-            if not added:
-                continue
-            if prompt and cell.cell_type == "markdown":
-                text = cell.source[prompt.end():].strip()
-            if text:
-                parts[label].append(text)
-        elif added and not meta.get("role") and not defines:
-            (parts[current] if current else pending).append(text)
-        else:
-            current, pending = None, []
-    return {label: "\n\n".join(p) for label, p in parts.items()}
-
-
-# --------------------------------------------------------------------------- the sandbox
-def _python_dirs() -> list[str]:
-    """The interpreter's installation and environment (prefixes), without nesting."""
-    dirs = {os.path.realpath(d) for d in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                          os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))}
-    dirs = sorted(d for d in dirs if d not in ("/", "/usr"))
-    return [d for d in dirs if not any(d != o and d.startswith(o.rstrip("/") + "/") for o in dirs)]
-
-
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "fonts", "localtime", "alternatives", "mime.types")
-
-
-@dataclass
-class Limits:
-    """What one submission may use."""
-
-    notebook_timeout: int = 600      # seconds for all its cells
-    cell_timeout: int = 300          # seconds for one cell
-    harvest_timeout: int = 60        # seconds to apply the functions of one question to its public cases (and again
-                                     # to its hidden cases)
-    memory: int = 4096 << 20         # bytes of data (heap, arrays, tensors) per process
-    folder: int = 512 << 20          # bytes of its private folder (and of its /tmp)
-
-    def wall(self, harvests: int) -> int:
-        """The most seconds a submission's sandbox may take before it is killed, with ``harvests`` harvests (two
-        a question: its public cases, then its hidden cases)."""
-        return self.notebook_timeout + self.harvest_timeout * max(harvests, 1) + 90
-
-
-def sandbox_env(profile: str | None, home: str = SANDBOX_HOME) -> dict[str, str]:
-    """The whole environment of a submission's run: nothing of the grader's but the profile.
-
-    Results, claim records, cost estimates and checkpoints a chapter writes go under ``home`` (the run's
-    only writable folder), never to the course's folders.
-    """
-    python_bin = os.path.dirname(os.path.realpath(sys.executable))
-    return {"HOME": home, "NCBOOK_RESULTS": f"{home}/results", "NCBOOK_CHECKPOINTS": f"{home}/checkpoints", "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8",
-            "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": "/opt/ncbook",
-            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "TMPDIR": "/tmp",
-            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "NCBOOK_WORKERS": "1",
-            "JUPYTER_PLATFORM_DIRS": "1", "NCBOOK_PROFILE": profile or os.environ.get("NCBOOK_PROFILE", "quick")}
-
-
-def _bwrap_features() -> set[str]:
-    try:
-        text = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return set()
-    return {f for f in ("--disable-userns", "--size", "--as-pid-1") if f in text}
-
-
-def sandbox_command(limits: Limits, *, profile: str | None = None, extra_ro: tuple[str, ...] = ()) -> list[str]:
-    """The bubblewrap command line that runs ``tools/grade_runner.py`` for one submission.
-
-    Bound read-only: ``/usr`` and the top-level library folders (or their symlinks), a few files of
-    ``/etc`` (the loader cache, fonts, time zone), the Python installation and environment, the
-    ``ncbook`` package (at ``/opt/ncbook/ncbook``) and the runner; nothing else of the machine.
-    Private: ``/proc`` (own PID namespace), a minimal read-only ``/dev``, and ``/tmp``, ``/dev/shm`` and
-    HOME (``/home/student``, the working folder) as size-limited in-memory folders, the only writable
-    places. No network (an empty network namespace),
-    no further user namespaces, no capabilities; the sandbox dies with the grader.
-    """
-    import ncbook
-
-    features = _bwrap_features()
-    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000", "--die-with-parent",
-           "--new-session", "--clearenv"]
-    if "--as-pid-1" not in features:
-        raise SystemExit("this bubblewrap lacks --as-pid-1; install bubblewrap 0.5 or newer")
-    cmd.append("--as-pid-1")
-    if "--disable-userns" in features:
-        cmd.append("--disable-userns")
-    if os.geteuid() == 0:
-        cmd += ["--cap-drop", "ALL"]
-    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            cmd += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            cmd += ["--ro-bind", top, top]
-    for name in _ETC:
-        if os.path.exists(f"/etc/{name}"):
-            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    for path in (*_python_dirs(), *extra_ro):
-        cmd += ["--ro-bind", path, path]
-    cmd += ["--ro-bind", str(Path(ncbook.__file__).resolve().parent), "/opt/ncbook/ncbook",
-            "--ro-bind", str(RUNNER), "/opt/ncbook/grade_runner.py", "--proc", "/proc", "--dev", "/dev"]
-    for folder in ("/tmp", SANDBOX_HOME, "/dev/shm"):
-        cmd += (["--size", str(limits.folder)] if "--size" in features else []) + ["--tmpfs", folder]
-    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", SANDBOX_HOME]  # the rest stays unwritable
-    for key, value in sandbox_env(profile).items():
-        cmd += ["--setenv", key, value]
-    return cmd + [os.path.realpath(sys.executable), "/opt/ncbook/grade_runner.py"]
-
-
-def check_sandbox(limits: Limits, profile: str | None = None) -> None:
-    """Refuse (SystemExit) unless bubblewrap runs and the environment imports inside it."""
-    if shutil.which("bwrap") is None:
-        raise SystemExit("grading needs bubblewrap (`bwrap`) to keep each submission in a sandbox, and it was not "
-                         "found. Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
-                         "bubblewrap) or pass --no-sandbox to run submissions with your own rights (they can then "
-                         "read and write your files and reach the network: only for notebooks you trust).")
-    cmd = sandbox_command(limits, profile=profile)[:-1] + ["-c", "import ncbook.exercises, nbclient, ipykernel"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise SystemExit(f"bubblewrap is installed but the sandbox does not start ({proc.stderr.strip()[-800:]}).\n"
-                         "It needs user namespaces (or a setuid bwrap). Fix that, or pass --no-sandbox.")
-
-
-@dataclass
-class RunResult:
-    """What came back from one sandbox: the executed notebook, each part's outcomes (npz bytes), problems."""
-
-    notebook: dict | None = None
-    outcomes: dict[int, bytes | str] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-
-def run_submission(job: dict, limits: Limits, *, sandbox: bool, profile: str | None = None) -> RunResult:
-    """Run the runner on ``job`` (in bubblewrap, or as a plain child process with ``sandbox=False``)."""
-    data = json.dumps(job).encode()
-    scratch = None
-    if sandbox:
-        cmd, cwd, env = sandbox_command(limits, profile=profile), None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    else:
-        import ncbook
-
-        scratch = tempfile.mkdtemp(prefix="ncbook-grade-")
-        env = {**sandbox_env(profile, home=scratch), "TMPDIR": scratch,
-               "PYTHONPATH": str(Path(ncbook.__file__).resolve().parents[1])}
-        cmd, cwd = [sys.executable, str(RUNNER)], scratch
-    start = time.monotonic()
-    result = RunResult()
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                            env=env, start_new_session=True)
-    try:
-        out, err = proc.communicate(data, timeout=limits.wall(len(job["harvest"])))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        result.problems.append(f"killed at the time limit of the whole run ({limits.wall(len(job['harvest']))} s)")
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its process group
-        except ProcessLookupError:
-            pass
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
-    result.seconds = time.monotonic() - start
-    done = False
-    for line in out.decode("utf-8", "replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            result.problems.append("the sandbox sent something unreadable")
-            break
-        kind = event.get("event") if isinstance(event, dict) else None
-        if kind == "notebook" and result.notebook is None and not result.outcomes:
-            result.notebook = event.get("notebook")
-        elif kind == "outcomes" and isinstance(event.get("index"), int) and event["index"] not in result.outcomes:
-            result.outcomes[event["index"]] = base64.b64decode(event["npz"]) if "npz" in event else \
-                _clean(event.get("error", "no results"), 80)
-        elif kind == "done" and not done:
-            done = True
-            result.problems += [_clean(p, 200) for p in event.get("problems", [])][:20]
-    if not done and not result.problems:
-        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-        result.problems.append(f"the sandbox ended early (exit {proc.returncode}: {_clean(tail[0], 200)})")
-    return result
-
-
-# --------------------------------------------------------------------------- grading
-@dataclass
-class Graded:
-    """One submission's row, and what its feedback says."""
-
-    row: dict
-    feedback: str
-    answers: dict[str, str]
-    notebook: dict | None
-
-
-_KINDS = {"not_implemented": "not implemented", "exception": "raised an exception", "none": "returned None",
-          "not_array": "returned something that is not an array", "signature": "parameters do not match",
-          "forbidden": "uses the ncbook function it should implement", "missing": "function not defined",
-          "too_large": "returned an array that is too large", "timeout": "ran past the time limit"}
-
-
-class Grader:
-    """Grades notebooks against one built assignment, with the hidden cases of one secret."""
-
-    def __init__(self, build_dir: Path, secret: bytes, limits: Limits, *, sandbox: bool = True,
-                 profile: str | None = None):
-        from ncbook.exercises import EXERCISES
-        from ncbook.exercises._core import pack_cases
-
-        self.build_dir = Path(build_dir).resolve()
-        self.manifest, self.questions = load_assignment(self.build_dir)
-        self.handed = nbformat.read(self.build_dir / "student" / self.manifest["notebook"], as_version=4)
-        self.limits, self.sandbox, self.profile = limits, sandbox, profile
-        self.parts: list[tuple[Question, Part, list, list]] = []
-        for q in self.questions:
-            for part in q.auto:
-                if part.exercise not in EXERCISES:
-                    raise SystemExit(f"{self.build_dir}/assignment.json names the exercise {part.exercise!r}, which "
-                                     "this ncbook does not have: rebuild the assignment")
-                spec = EXERCISES[part.exercise]
-                self.parts.append((q, part, spec.public_cases(), spec.hidden_cases(secret)))
-        # every question's public cases first, then every question's hidden cases: while any text of the
-        # student's can still reach the feedback (a public case's error message), no hidden case exists in the
-        # sandbox, and nothing the student writes after that is shown (the runner sends no text of a hidden stage)
-        def item(part: Part, stage: str, cases: list) -> dict:
-            return {"exercise": part.exercise, "function": part.function, "stage": stage,
-                    "cases": base64.b64encode(pack_cases(cases)).decode()}
-
-        self.harvest = [item(part, "public", public) for _, part, public, _ in self.parts] + \
-                       [item(part, "hidden", hidden) for _, part, _, hidden in self.parts]
-
-    # the columns of the scores table
-    def columns(self) -> list[str]:
-        auto = [q.label for q in self.questions if q.auto]
-        written = [f"{q.label} written" for q in self.questions if q.written]
-        return ["student", "submission", *auto, *written, "total", "possible", "written_possible", "seconds", "error",
-                "review"]
-
-    def possible(self) -> float:
-        return sum(q.auto_points for q in self.questions)
-
-    def run(self, path: Path) -> tuple[Path, nbformat.NotebookNode | None, RunResult | str]:
-        """Read and run one submission (the part that may run side by side with others)."""
-        try:
-            nb = read_submission(path)
-        except (NotebookError, OSError) as exc:
-            return path, None, str(exc)
-        job = {"notebook": nb, "filename": self.manifest["notebook"], "cell_timeout": self.limits.cell_timeout,
-               "notebook_timeout": self.limits.notebook_timeout, "harvest_timeout": self.limits.harvest_timeout,
-               "memory": self.limits.memory, "harvest": self.harvest}
-        return path, nb, run_submission(job, self.limits, sandbox=self.sandbox, profile=self.profile)
-
-    def judge(self, path: Path, nb, result: RunResult | str) -> Graded:
-        """Score one submission from the data its sandbox returned (in this process, which ran none of it)."""
-        from ncbook.exercises import EXERCISES
-        from ncbook.exercises._core import Outcome, unpack_outcomes
-
-        identity = (student_identity(nb) if nb is not None else None) or _clean(path.stem, 100)
-        row = {c: "" for c in self.columns()}
-        row.update(student=identity, submission=path.name, possible=self.possible(),
-                   written_possible=sum(q.written or 0 for q in self.questions))
-        lines = [f"# Feedback for {identity} ({path.name})", ""]
-        if isinstance(result, str):
-            problems, result = [result], RunResult()
-        else:
-            problems = list(result.problems)
-            row["seconds"] = round(result.seconds, 1)
-        scores = {q.label: 0.0 for q in self.questions if q.auto}
-        body = []
-        def outcomes_of(index: int, cases: list) -> list:
-            got = result.outcomes.get(index)
-            if isinstance(got, bytes):
-                try:
-                    outcomes = unpack_outcomes(got)
-                except Exception:  # a malformed file from the sandbox: nothing earned
-                    outcomes = []
-            else:
-                outcomes = [Outcome(error="missing", detail=f"no results: {got or 'the notebook did not finish'}.")] * \
-                           len(cases)
-            if len(outcomes) != len(cases):
-                outcomes = [Outcome(error="missing", detail="the results do not match the cases.")] * len(cases)
-            return outcomes
-
-        for i, (q, part, public, hidden) in enumerate(self.parts):
-            spec = EXERCISES[part.exercise]
-            check = spec.judge(public, outcomes_of(i, public))
-            hidden_outcomes = outcomes_of(len(self.parts) + i, hidden)
-            verdicts = spec.verdicts(hidden, hidden_outcomes)
-            passed = sum(v is None for v in verdicts)
-            earned = (part.public if check.passed else 0) + (part.hidden if passed == len(hidden) else 0)
-            scores[q.label] += earned
-            first = next((o for o, v in zip(hidden_outcomes, verdicts) if v is not None), None)
-            why = "" if first is None else f" (first failure: {_KINDS.get(first.error, 'wrong value')})"
-            body += [f"## {q.title} ({q.label}): `{part.function}`, {earned:g} of {_points(part.public + part.hidden)}",
-                     "", f"- public check ({_points(part.public)}): {'passed' if check.passed else 'failed'}",
-                     "", "```text", str(check.message), "```", "",
-                     f"- hidden cases ({_points(part.hidden)}): {passed} of {len(hidden)} passed{why}", ""]
-        for q in self.questions:
-            if q.written:
-                body += [f"## {q.title} ({q.label}), written answer: graded by hand ({_points(q.written)})", ""]
-        row.update(scores)
-        row["total"] = sum(scores.values())
-        if problems:
-            row["error"] = _clean(f"{path.name}: " + "; ".join(problems), 600)
-        if nb is not None:
-            row["review"] = _clean("; ".join(review_flags(nb, self.handed)), 600)
-        lines += [f"Autograded: {row['total']:g} of {_points(row['possible'])}. Written answers: graded by hand "
-                  f"({_points(row['written_possible'])}).", ""]
-        if problems:
-            lines += ["Problems: " + "; ".join(problems), ""]
-        answers = written_answers(nb, self.handed, self.questions) if nb is not None else {}
-        return Graded(row, "\n".join(lines + body), answers, result.notebook)
-
-
-def _points(value: float) -> str:
-    return f"{value:g} point" + ("" if value == 1 else "s")
-
-
-def _key(name: str) -> str:
-    return re.sub(r"[^\w.-]+", "_", Path(name).stem)[:80] or "submission"
-
-
-def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_dir: Path | None = None,
-          limits: Limits | None = None, jobs: int | None = None, sandbox: bool = True,
-          profile: str | None = None, log=print) -> list[dict]:
-    """Grade every ``*.ipynb`` of ``submissions``; write ``out/scores.csv`` (and feedback, executed, answers).
-
-    Returns the rows of ``scores.csv``, sorted by submission.
-    """
-    import ncbook
-
-    stem = _chapter_path(chapter).stem
-    build_dir = Path(build_dir or ROOT / "assignments" / "build" / stem)
-    limits = limits or Limits()
-    if sandbox:
-        check_sandbox(limits, profile)
-    else:
-        log("WARNING: --no-sandbox: every submission runs with your rights; it can read and write your files, "
-            "reach the network and leave processes behind. Grade only notebooks you trust this way.")
-    grader = Grader(build_dir, secret, limits, sandbox=sandbox, profile=profile)
-    paths = sorted(p for p in Path(submissions).glob("*.ipynb") if p.is_file())
-    jobs = max(1, jobs or ncbook.usable_cores())
-    bound = math.ceil(len(paths) / jobs) * limits.wall(len(grader.harvest)) if paths else 0
-    digest = hashlib.sha256((build_dir / "assignment.json").read_bytes()).hexdigest()[:12]
-    log(f"assignment {build_dir / 'assignment.json'} (sha256 {digest}; chapter {grader.manifest['chapter']}, "
-        f"{len(grader.parts)} autograded parts); {len(paths)} notebooks, {jobs} at a time; at most {bound} s")
-    out = Path(out)
-    for sub in ("feedback", "executed", "answers"):
-        (out / sub).mkdir(parents=True, exist_ok=True)
-    columns = grader.columns()
-    rows, answers = [], {q.label: [] for q in grader.questions if q.written}
-    scores = out / "scores.csv"
-    with scores.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        f.flush()
-        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-            futures = [pool.submit(grader.run, p) for p in paths]
-            for future in concurrent.futures.as_completed(futures):
-                graded = grader.judge(*future.result())
-                writer.writerow(graded.row)
-                f.flush()  # a row per finished notebook: nothing lost on an interrupt
-                rows.append(graded.row)
-                key = _key(graded.row["submission"])
-                (out / "feedback" / f"{key}.md").write_text(graded.feedback + "\n")
-                if graded.notebook is not None:
-                    nbformat.write(nbformat.from_dict(graded.notebook), out / "executed" / f"{key}.ipynb")
-                for label, text in graded.answers.items():
-                    answers[label].append((graded.row["student"], graded.row["submission"], label, text))
-                log(f"  {graded.row['submission']}: {graded.row['total']:g} of {graded.row['possible']:g}"
-                    + (f"  [{graded.row['error']}]" if graded.row["error"] else ""))
-    rows.sort(key=lambda r: r["submission"])
-    tmp = scores.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, scores)
-    for label, entries in answers.items():
-        with (out / "answers" / f"{label}.csv").open("w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["student", "submission", "question", "answer", "points"])
-            writer.writerows([(*e, "") for e in sorted(entries, key=lambda e: e[1])])
-    return rows
-
-
+# --------------------------------------------------------------------------- the instructor's secret
 def read_secret(path: Path) -> bytes:
     """The instructor's secret: the bytes of a private file outside the course repository."""
     path = Path(path).resolve()
@@ -1017,46 +599,672 @@ def write_secret(path: Path) -> Path:
     return path
 
 
+# --------------------------------------------------------------------------- sandboxes
+def package_dir() -> Path:
+    """The real ``ncbook`` package (what the run sandbox gets)."""
+    import ncbook
+
+    return Path(ncbook.__file__).resolve().parent
+
+
+def sandbox_command(limits: Limits, *, profile: str | None = None, package: Path | None = None,
+                    runner: Path = RUNNER, hide: tuple[str, ...] = (), extra_ro: tuple[str, ...] = ()) -> list[str]:
+    """The bubblewrap command of one sandbox (:func:`grading.sandbox.sandbox_command`); the real package by
+    default, the repository always hidden."""
+    return _sandbox_command(limits, package=package or package_dir(), runner=runner, profile=profile,
+                            hide=(str(ROOT), *hide), extra_ro=extra_ro)
+
+
+def check_sandbox(limits: Limits, profile: str | None = None) -> None:
+    """Refuse (SystemExit) unless bubblewrap runs and the environment imports inside it."""
+    if shutil.which("bwrap") is None:
+        raise SystemExit("grading needs bubblewrap (`bwrap`) to keep each submission in a sandbox, and it was not "
+                         "found. Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+                         "bubblewrap) or pass --no-sandbox to run submissions with your own rights (they can then "
+                         "read and write your files and reach the network: only for notebooks you trust).")
+    cmd = sandbox_command(limits, profile=profile)[:-1] + [
+        "-c", "import ncbook.exercises._harvest, nbclient, ipykernel, IPython"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise SystemExit(f"bubblewrap is installed but the sandbox does not start ({proc.stderr.strip()[-800:]}).\n"
+                         "It needs user namespaces (or a setuid bwrap). Fix that, or pass --no-sandbox.")
+
+
+# --------------------------------------------------------------------------- judging
+_KINDS = {"not_implemented": "not implemented", "exception": "raised an exception", "none": "returned None",
+          "not_array": "returned something that is not an array", "signature": "parameters do not match",
+          "forbidden": "uses the ncbook function it should implement", "missing": "function not defined",
+          "too_large": "returned an array that is too large", "timeout": "ran past the time limit"}
+
+
+@dataclass
+class Judged:
+    """What the judge sandbox returned for one autograded part."""
+
+    public: list
+    hidden: list
+    hidden_cases: list
+
+
+@dataclass
+class Calibration:
+    """The solutions notebook graded before the batch: its seconds (whole, run sandbox, judge sandbox, the
+    slowest harvest stage)."""
+
+    seconds: float
+    run: float
+    judge: float
+
+
+@dataclass
+class Graded:
+    """One entry's row, feedback record, written answers, executed notebook and similarity units."""
+
+    row: dict
+    record: dict
+    answers: dict[str, str]
+    notebook: dict | None
+    units: dict = field(default_factory=dict)
+    identity: str = ""
+    run_seconds: float = 0.0
+    judge_seconds: float = 0.0
+
+
+class Grader:
+    """Grades entries against one built assignment, with the hidden cases of one secret."""
+
+    def __init__(self, build_dir: Path, secret: bytes, limits: Limits, *, sandbox: bool = True,
+                 profile: str | None = None, points: Points | None = None, roster: Roster | None = None,
+                 hide: tuple[str, ...] = ()):
+        from ncbook.exercises import EXERCISES
+
+        self.build_dir = Path(build_dir).resolve()
+        self.manifest, self.questions = load_assignment(self.build_dir)
+        self.handed = nbformat.read(self.build_dir / "student" / self.manifest["notebook"], as_version=4)
+        self.secret, self.limits, self.sandbox, self.profile = secret, limits, sandbox, profile
+        self.points = points or Points.of(self.questions)
+        self.roster = roster
+        self.hide = (str(self.build_dir), *map(str, hide))
+        self.parts: list[tuple[Question, Part]] = [(q, p) for q in self.questions for p in q.auto]
+        for _, part in self.parts:
+            if part.exercise not in EXERCISES:
+                raise SystemExit(f"{self.build_dir}/assignment.json names the exercise {part.exercise!r}, which "
+                                 "this ncbook does not have: rebuild the assignment")
+        self.groups = [(tuple(g["exercises"]), self.build_dir / g["edition"]) for g in self.manifest.get("groups", [])]
+        grouped = {e for g, _ in self.groups for e in g}
+        if not {p.exercise for _, p in self.parts} <= grouped or not all(d.is_dir() for _, d in self.groups):
+            raise SystemExit(f"{self.build_dir} has no student edition for every question: rebuild the assignment "
+                             "with this version of tools/assignments.py")
+        self.public = {p.exercise: EXERCISES[p.exercise].public_cases() for _, p in self.parts}
+        self.conf = confinement() if sandbox else None
+        self.similarity = self._similarity()
+        self._lock, self._done = threading.Lock(), {}
+
+    # -- what the review compares with
+    def _similarity(self) -> Similarity:
+        functions = {p.exercise: p.function for _, p in self.parts}
+        md = ROOT / "book" / f"{self.manifest['chapter']}.md"
+        sols = chapter_solutions(md) if md.exists() else {}
+        published = {p.exercise: sols[q.label].code for q, p in self.parts if q.label in sols}
+        root = _edition.package_root()
+        package = {}
+        for exercise, owners in self.manifest.get("removed", {}).items():
+            items = []
+            for module, qual in owners:
+                try:
+                    items.append((_edition.public_name(module, qual), _edition._source_of((module, qual), root)))
+                except (StopIteration, OSError, SyntaxError):
+                    continue
+            package[exercise] = items
+        return Similarity(functions, published, package)
+
+    # -- the two sandboxes
+    def _start(self, runner: Path, package: Path, max_bytes: int) -> tuple[Channel, str | None]:
+        if self.sandbox:
+            cmd = sandbox_command(self.limits, profile=self.profile, package=package, runner=runner, hide=self.hide)
+            cmd, cage = self.conf.wrap(cmd, self.limits)
+            return Channel(cmd, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, cage=cage,
+                           max_bytes=max_bytes, max_line=max_bytes), None
+        scratch = tempfile.mkdtemp(prefix="ncbook-grade-")
+        env = {**sandbox_env(self.profile, home=scratch), "TMPDIR": scratch, "PYTHONPATH": str(Path(package).parent)}
+        return Channel([sys.executable, str(runner)], env=env, cwd=scratch, max_bytes=max_bytes,
+                       max_line=max_bytes), scratch
+
+    def _job_limits(self) -> dict:
+        rlimits = self.conf is None or self.conf.kind == "rlimits"
+        return {"memory": self.limits.memory, "processes": self.limits.processes, "rlimits": rlimits,
+                "file_size": self.limits.folder}
+
+    def run(self, nb) -> tuple[dict | None, list[str], float]:
+        """The whole notebook in a run sandbox (the full package): (executed notebook, problems, seconds)."""
+        lim = self.limits
+        start = time.monotonic()
+        cap = 2 * lim.notebook_bytes + (4 << 20)
+        channel, scratch = self._start(RUNNER, package_dir(), cap)
+        problems, notebook, done = [], None, False
+        try:
+            channel.send({"notebook": nb, "filename": self.manifest["notebook"], "cell_timeout": lim.cell_timeout,
+                          "notebook_timeout": lim.notebook_timeout, "notebook_bytes": lim.notebook_bytes,
+                          **self._job_limits()})
+            channel.close_input()
+            deadline = start + lim.run_wall()
+            while True:
+                event = channel.next(deadline - time.monotonic())
+                kind = event.get("event") if event else None
+                if event is None:
+                    problems.append(f"the run was stopped at its time limit ({lim.run_wall()} s)")
+                    break
+                if kind == "notebook" and notebook is None and isinstance(event.get("notebook"), dict):
+                    notebook = event["notebook"]
+                elif kind == "done":
+                    done = True
+                    problems += [_clean(p, 200) for p in event.get("problems", []) if isinstance(p, str)][:20]
+                    break
+                elif kind == "overflow":
+                    problems.append(f"the run wrote more than {cap >> 20} MiB: its executed notebook is not kept")
+                    notebook = None
+                    break
+                elif kind in ("eof", "unreadable"):
+                    break
+        finally:
+            reached = channel.close()
+            if scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
+        problems += reached
+        if not done and not reached and not any("time limit" in p for p in problems):
+            tail = channel.last_error_line()
+            problems.append(f"the run ended early (exit {channel.proc.returncode}{': ' + tail if tail else ''})")
+        return notebook, problems, time.monotonic() - start
+
+    def judge(self, nb, key: str, *, hidden: bool = True) -> tuple[dict[str, Judged], list[str], float]:
+        """The graded functions in fresh judge sandboxes (student editions), one per group of questions:
+        (exercise -> :class:`Judged`, problems, seconds)."""
+        start = time.monotonic()
+        sources = [c.source for c in nb.cells if c.cell_type == "code"]
+        results, problems = {}, []
+        for exercises, package in self.groups:
+            parts = [p for _, p in self.parts if p.exercise in exercises]
+            got, notes = self._judge_group(sources, parts, package, key, hidden)
+            results.update(got)
+            problems += notes
+        return results, problems, time.monotonic() - start
+
+    def _outcomes(self, event: dict, stage: str, n: int, function: str) -> tuple[list, str | None]:
+        from ncbook.exercises._harvest import Outcome, unpack_outcomes
+
+        if "npz" in event:
+            try:
+                outcomes = unpack_outcomes(base64.b64decode(event["npz"], validate=True))
+            except Exception:  # noqa: BLE001 - a malformed file from the sandbox: nothing earned
+                outcomes = []
+            if len(outcomes) != n:
+                return [Outcome(error="missing", detail="the results do not match the cases.")] * n, \
+                    f"{function}: its {stage} results were malformed"
+            if stage == "hidden":  # numbers and error kinds only: no text the notebook chose
+                outcomes = [Outcome(value=o.value, error=o.error) for o in outcomes]
+            return outcomes, None
+        error = str(event.get("error", "no results"))
+        if error == "timeout":
+            return [Outcome(error="timeout", detail=f"ran past the time limit ({self.limits.harvest_timeout} s).")] * n, \
+                f"{function}: its {stage} cases ran past the time limit ({self.limits.harvest_timeout} s)"
+        detail = _clean(error, 80) if stage == "public" else "no results"
+        return [Outcome(error="missing", detail=f"no results ({detail}).")] * n, \
+            f"{function}: no results on its {stage} cases ({detail})"
+
+    def _judge_group(self, sources: list[str], parts: list[Part], package: Path, key: str, hidden: bool):
+        from ncbook.exercises import EXERCISES
+        from ncbook.exercises._harvest import Outcome, pack_cases
+
+        lim = self.limits
+        cells = [sources[i] for i in needed_cells(sources, [p.function for p in parts])]
+        cases = {("public", i): self.public[p.exercise] for i, p in enumerate(parts)}
+        if hidden:
+            cases.update({("hidden", i): EXERCISES[p.exercise].hidden_cases(self.secret, key)
+                          for i, p in enumerate(parts)})
+        pending = [s for s in (("public", i) for i in range(len(parts)))] + \
+                  ([("hidden", i) for i in range(len(parts))] if hidden else [])
+        out: dict = {}
+        notes: list[str] = []
+
+        def give_up(why: str, kind: str = "missing") -> None:
+            for stage, i in pending:
+                out[(stage, i)] = [Outcome(error=kind, detail=why)] * len(cases[(stage, i)])
+            pending.clear()
+
+        for _ in range(3):
+            if not pending:
+                break
+            channel, scratch = self._start(JUDGE, package, 64 << 20)
+            try:
+                channel.send({"cells": cells, "cell_timeout": lim.cell_timeout, "cells_timeout": lim.notebook_timeout,
+                              **self._job_limits()})
+                event = channel.next(lim.notebook_timeout + 120)
+                if not event or event.get("event") != "ready":
+                    why = "the cells the graded functions need did not finish" + \
+                        (f" within {lim.notebook_timeout} s" if event is None else "")
+                    notes.append(why)
+                    give_up(why + ".", "timeout" if event is None else "missing")
+                    break
+                notes += [_clean(p, 120) for p in event.get("problems", []) if isinstance(p, str)][:5]
+                broken = False
+                for stage in ("public", "hidden"):
+                    batch = [i for s, i in pending if s == stage]
+                    if not batch:
+                        continue
+                    items = [{"index": i, "exercise": parts[i].exercise, "function": parts[i].function,
+                              "forbid": self.manifest.get("forbid_external", {}).get(parts[i].exercise, []),
+                              "cases": base64.b64encode(pack_cases(cases[(stage, i)])).decode(),
+                              "timeout": lim.harvest_timeout} for i in batch]
+                    channel.send({"stage": stage, "items": items})
+                    for i in batch:
+                        event = channel.next(lim.harvest_timeout + 30)
+                        n = len(cases[(stage, i)])
+                        if event and event.get("event") == "outcomes" and event.get("index") == i:
+                            out[(stage, i)], note = self._outcomes(event, stage, n, parts[i].function)
+                            broken = note is not None and "time limit" in note
+                        elif event is None:
+                            out[(stage, i)], note = self._outcomes({"error": "timeout"}, stage, n, parts[i].function)
+                            broken = True
+                        else:
+                            why = {"overflow": "wrote more than the grader reads", "eof": "the judge ended",
+                                   "unreadable": "wrote something unreadable"}.get(event.get("event"),
+                                                                                    "answered out of order")
+                            out[(stage, i)], note = self._outcomes({"error": why}, stage, n, parts[i].function)
+                            broken = True
+                        pending.remove((stage, i))
+                        if note:
+                            notes.append(note)
+                        if broken:
+                            break
+                    if broken:
+                        break
+                    channel.next(30)  # stage-done
+                if not broken:
+                    channel.send({"stage": "end"})
+            finally:
+                notes += channel.close()
+                if scratch:
+                    shutil.rmtree(scratch, ignore_errors=True)
+        give_up("not judged: the judge stopped three times.")
+        return {p.exercise: Judged(out[("public", i)], out.get(("hidden", i), []), cases.get(("hidden", i), []))
+                for i, p in enumerate(parts)}, list(dict.fromkeys(notes))
+
+    # -- one entry
+    def columns(self) -> list[str]:
+        auto = [q.label for q in self.questions if q.auto]
+        written = [f"{q.label} written" for q in self.questions if q.written]
+        return ["id", "student", "student_id", "lms_id", "submission", *auto, *written, "autograded", "written",
+                "total", "possible", "seconds", "error", "review"]
+
+    def auto_possible(self) -> Decimal:
+        return sum((self.points.part(q.label, p.function, "public") + self.points.part(q.label, p.function, "hidden")
+                    for q, p in self.parts), Decimal(0))
+
+    def written_possible(self) -> Decimal:
+        return sum((self.points.written(q.label) for q in self.questions if q.written), Decimal(0))
+
+    def identify(self, entry: Entry, nb) -> tuple[dict, str, list[str]]:
+        """(identity columns, the key of this student's hidden cases, review notes)."""
+        stated = student_identity(nb) if nb is not None else None
+        stem = entry.name[:-6] if entry.name.lower().endswith(".ipynb") else entry.name
+        notes = []
+        if self.roster is not None:
+            student, how = self.roster.match(entry.name, stated)
+            if student is not None:
+                return ({"student": _clean(student.name, 100), "student_id": _clean(student.student_id, 60),
+                         "lms_id": _clean(student.lms_id, 40)}, f"id:{student.student_id}", notes)
+            notes.append("not in the roster (matched by neither an LMS id in the file name nor the STUDENT cell)")
+        name = stated or _clean(stem, 100)
+        return {"student": name, "student_id": "", "lms_id": ""}, (f"stated:{' '.join(stated.split()).casefold()}"
+                                                                    if stated else f"file:{entry.name}"), notes
+
+    def _sandboxes(self, nb, key: str) -> tuple:
+        """(executed, run problems, run seconds, judged, judge problems, judge seconds) of a notebook for a student
+        key. Identical notebooks for the same key (a resubmitted file, the same file under two names) are graded
+        once: the second waits for the first and gets its results (and its seconds as 0)."""
+        digest = hashlib.sha256(json.dumps([key, [(c.cell_type, c.source) for c in nb.cells]]).encode()).hexdigest()
+        with self._lock:
+            slot = self._done.get(digest)
+            mine = slot is None
+            if mine:
+                slot = self._done[digest] = {"ready": threading.Event()}
+        if not mine:
+            slot["ready"].wait()
+            if "result" not in slot:  # the first one failed: grade it here
+                return self._sandboxes(nb, key)
+            executed, run_problems, _, judged, judge_problems, _ = slot["result"]
+            return executed, run_problems, 0.0, judged, judge_problems, 0.0
+        try:
+            executed, run_problems, run_seconds = self.run(nb)
+            judged, judge_problems, judge_seconds = self.judge(nb, key)
+            slot["result"] = (executed, run_problems, run_seconds, judged, judge_problems, judge_seconds)
+        except BaseException:
+            with self._lock:
+                del self._done[digest]
+            raise
+        finally:
+            slot["ready"].set()
+        return slot["result"]
+
+    def grade_entry(self, entry: Entry) -> Graded:
+        """One entry of the folder, whatever it is: a row (an ``error`` naming the file and the cause for
+        anything that is not a gradable notebook)."""
+        from ncbook.exercises import EXERCISES
+
+        p = self.points.precision
+        row = {c: "" for c in self.columns()}
+        nb, problems, answers, executed, units = None, [], {}, None, {}
+        run_seconds = judge_seconds = 0.0
+        try:
+            nb = parse_notebook(read_bytes(entry))
+        except NotebookError as exc:
+            problems.append(str(exc))
+        identity, key, review = self.identify(entry, nb)
+        row.update(identity, id=entry.slug, submission=entry.name)
+        scores: dict[str, Decimal] = {q.label: Decimal(0) for q in self.questions if q.auto}
+        record_questions = []
+        judged: dict[str, Judged] = {}
+        if nb is not None:
+            executed, run_problems, run_seconds, judged, judge_problems, judge_seconds = self._sandboxes(nb, key)
+            problems += run_problems + judge_problems
+            answers = written_answers(nb, self.handed, self.questions)
+            review += review_flags(nb, self.handed)
+            units = self.similarity.units([c.source for c in nb.cells if c.cell_type == "code"])
+            review += self.similarity.flags(units)
+        for q in self.questions:
+            parts_record = []
+            for part in q.auto:
+                spec = EXERCISES[part.exercise]
+                pub_pts, hid_pts = (self.points.part(q.label, part.function, k) for k in ("public", "hidden"))
+                public_cases = self.public[part.exercise]
+                got = judged.get(part.exercise)
+                passed, message, hidden_passed, hidden_total, note = False, "not graded: " + "; ".join(problems), 0, 0, ""
+                if got is not None:
+                    try:
+                        check = spec.judge(public_cases, got.public)
+                        verdicts = spec.verdicts(got.hidden_cases, got.hidden)
+                    except Exception as exc:  # noqa: BLE001 - a bug of the grader, named, never a crash of the batch
+                        problems.append(f"{q.label}: the grader could not judge {part.function} "
+                                        f"({type(exc).__name__}: {str(exc)[:120]})")
+                    else:
+                        passed, message = check.passed, check.message
+                        hidden_total = len(verdicts)
+                        hidden_passed = sum(v is None for v in verdicts)
+                        first = next((o for o, v in zip(got.hidden, verdicts) if v is not None), None)
+                        note = "" if first is None else f" (first failure: {_KINDS.get(first.error, 'wrong value')})"
+                earned_pub = pub_pts if passed else Decimal(0)
+                earned_hid = hid_pts if hidden_total and hidden_passed == hidden_total else Decimal(0)
+                scores[q.label] += earned_pub + earned_hid
+                parts_record.append({"function": part.function, "public_passed": passed, "public": str(earned_pub),
+                                     "public_possible": str(pub_pts), "message": str(message)[:4000],
+                                     "hidden_passed": hidden_passed, "hidden_total": hidden_total,
+                                     "hidden_note": note, "hidden": str(earned_hid), "hidden_possible": str(hid_pts)})
+            auto_possible = sum((self.points.part(q.label, pt.function, k) for pt in q.auto
+                                 for k in ("public", "hidden")), Decimal(0))
+            record_questions.append({"label": q.label, "title": q.title, "parts": parts_record,
+                                     "auto": str(scores.get(q.label, Decimal(0))) if q.auto else None,
+                                     "auto_possible": str(auto_possible) if q.auto else None,
+                                     "written": None, "written_possible": str(self.points.written(q.label))
+                                     if q.written else None})
+        autograded = sum(scores.values(), Decimal(0))
+        possible = self.auto_possible() + self.written_possible()
+        if autograded == self.auto_possible():  # a needed cell that failed in the judge cost nothing: not a problem
+            problems = [x for x in problems if not x.startswith("a needed cell")]
+        row.update({label: fmt(v, p) for label, v in scores.items()})
+        row.update(autograded=fmt(autograded, p), written="", total=fmt(autograded, p), possible=fmt(possible, p),
+                   seconds=f"{run_seconds + judge_seconds:.1f}")
+        problems = list(dict.fromkeys(problems))
+        if problems:
+            row["error"] = _clean(f"{entry.name}: " + "; ".join(problems), 600)
+        row["review"] = _clean("; ".join(dict.fromkeys(review)), REVIEW_CHARS)
+        record = {"student": row["student"], "submission": entry.name, "assignment": self.manifest["chapter"],
+                  "precision": p, "questions": record_questions, "total": str(autograded), "possible": str(possible),
+                  "written_done": not any(q.written for q in self.questions), "problems": problems}
+        return Graded(row, record, answers, executed, units, key, run_seconds, judge_seconds)
+
+    def calibrate(self) -> Calibration:
+        """Grade the build's solutions notebook (it must get full marks: else SystemExit with the reason)."""
+        path = self.build_dir / "solutions" / self.manifest["notebook"]
+        raw = os.fsencode(path.name)
+        graded = self.grade_entry(Entry(path.name, raw, path, "file", slug(raw)))
+        short = [f"{q['label']} ({part['function']}): {'public check failed: ' + part['message'][:300] if not part['public_passed'] else ''}"
+                 f"{'' if part['hidden_passed'] == part['hidden_total'] and part['hidden_total'] else ' hidden cases ' + str(part['hidden_passed']) + ' of ' + str(part['hidden_total'])}"
+                 for q in graded.record["questions"] for part in q["parts"]
+                 if not part["public_passed"] or part["hidden_passed"] != part["hidden_total"] or not part["hidden_total"]]
+        if short or graded.row["autograded"] != fmt(self.auto_possible(), self.points.precision):
+            raise SystemExit("the assignment's own solutions do not get full marks here, so grading stops (a broken "
+                             "environment, a stale build or too tight a limit):\n  " + "\n  ".join(short) +
+                             (f"\n  problems: {graded.row['error']}" if graded.row["error"] else ""))
+        return Calibration(graded.run_seconds + graded.judge_seconds, graded.run_seconds, graded.judge_seconds)
+
+
+def limits_from(calibration: Calibration, base: Limits) -> Limits:
+    """Default limits from the solutions' time: four times their run sandbox plus 30 s (at least 60 s) for a
+    notebook's cells, twice their whole judge sandbox plus 10 s (at least 20 s) for one question's stage; never
+    above ``base``. A correct notebook several times slower than the solutions still fits; one that sleeps
+    under every limit holds its job slot minutes, not the 20 of the fixed defaults."""
+    from dataclasses import replace
+
+    notebook = int(min(base.notebook_timeout, max(60, math.ceil(4 * calibration.run + 30))))
+    harvest = int(min(base.harvest_timeout, max(20, math.ceil(2 * calibration.judge + 10))))
+    return replace(base, notebook_timeout=notebook, cell_timeout=min(base.cell_timeout, notebook),
+                   harvest_timeout=harvest)
+
+
+# --------------------------------------------------------------------------- a batch
+def _write_outputs(out: Path, graded: Graded) -> None:
+    key = graded.row["id"]
+    (out / "feedback" / f"{key}.json").write_text(json.dumps(graded.record, indent=1))
+    (out / "feedback" / f"{key}.html").write_text(feedback_html(graded.record))
+    if graded.notebook is not None:
+        try:
+            nbformat.write(nbformat.from_dict(graded.notebook), out / "executed" / f"{key}.ipynb")
+        except Exception:  # noqa: BLE001 - a notebook the runner sent back malformed: not kept, named
+            graded.row["error"] = _clean((graded.row["error"] + "; " if graded.row["error"] else
+                                          f"{graded.row['submission']}: ") + "the executed notebook could not be "
+                                         "written", 600)
+
+
+def _failed(grader: Grader, entry: Entry, exc: BaseException) -> Graded:
+    """The row of an entry whose grading raised: zero points, the file and the cause in ``error``."""
+    row = {c: "" for c in grader.columns()}
+    p = grader.points.precision
+    row.update(id=entry.slug, student=_clean(entry.name, 100), submission=entry.name, autograded=fmt(Decimal(0), p),
+               total=fmt(Decimal(0), p), possible=fmt(grader.auto_possible() + grader.written_possible(), p),
+               seconds="0.0", error=_clean(f"{entry.name}: could not be graded ({type(exc).__name__}: {exc})", 600))
+    row.update({q.label: fmt(Decimal(0), p) for q in grader.questions if q.auto})
+    record = {"student": row["student"], "submission": entry.name, "assignment": grader.manifest["chapter"],
+              "precision": p, "questions": [], "total": "0", "possible": row["possible"], "written_done": False,
+              "problems": [row["error"]]}
+    return Graded(row, record, {}, None)
+
+
+def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_dir: Path | None = None,
+          limits: Limits | None = None, jobs: int | None = None, sandbox: bool = True, profile: str | None = None,
+          roster: Roster | None = None, points: Points | None = None, calibrate: bool = True,
+          fixed_timeouts: bool | None = None, hide: tuple[str, ...] = (), log=print) -> list[dict]:
+    """Grade every entry of ``submissions``; write ``out/scores.csv`` (one row per entry, whatever it is), the
+    feedback pages, the executed notebooks, the written answers and ``grading.json``. Returns the rows, sorted
+    by entry name.
+
+    The time limits are ``limits``' when ``fixed_timeouts`` (default: when ``limits`` is given), else set from
+    the calibration (the solutions' time, :func:`limits_from`). Duplicate identities and similar submissions
+    are named in ``review``. ``hide``: more paths no sandbox may see (the secret's file), wherever they are.
+    """
+    import ncbook
+
+    stem = _chapter_path(chapter).stem
+    build_dir = Path(build_dir or ROOT / "assignments" / "build" / stem).resolve()
+    submissions, out = Path(submissions).resolve(), Path(out).resolve()
+    if out == submissions or out.is_relative_to(submissions):
+        raise SystemExit(f"the results folder {out} must not be inside the submissions folder {submissions}")
+    given = limits is not None if fixed_timeouts is None else fixed_timeouts
+    limits = limits or Limits()
+    if sandbox:
+        check_sandbox(limits, profile)
+    else:
+        log("WARNING: --no-sandbox: every submission runs with your rights; it can read and write your files, "
+            "reach the network and leave processes behind. Grade only notebooks you trust this way.")
+    grader = Grader(build_dir, secret, limits, sandbox=sandbox, profile=profile, points=points, roster=roster,
+                    hide=(str(submissions), str(out), *hide))
+    listing = entries(submissions)
+    notebooks = [e for e in listing if refusal(e) is None]
+    jobs = max(1, jobs or ncbook.usable_cores())
+    digest = hashlib.sha256((build_dir / "assignment.json").read_bytes()).hexdigest()[:12]
+    log(f"assignment {build_dir / 'assignment.json'} (sha256 {digest}; chapter {grader.manifest['chapter']}, "
+        f"{len(grader.parts)} autograded parts in {len(grader.groups)} judge sandbox(es) a submission)")
+    log(grader.conf.note if grader.conf is not None else "limits: rlimits only (no sandbox)")
+    calibration = None
+    if calibrate:
+        calibration = grader.calibrate()
+        if not given:
+            grader.limits = limits_from(calibration, limits)
+        log(f"calibration: the solutions got full marks in {calibration.seconds:.0f} s (run {calibration.run:.0f} s, "
+            f"judge {calibration.judge:.0f} s); limits: {grader.limits.notebook_timeout} s for a notebook's cells, "
+            f"{grader.limits.harvest_timeout} s for a question's cases, {grader.limits.memory >> 20} MiB and "
+            f"{grader.limits.processes} tasks a sandbox")
+    rounds = math.ceil(len(notebooks) / jobs) if notebooks else 0
+    bound = rounds * grader.limits.wall(len(grader.parts))
+    expected = f"about {math.ceil(rounds * calibration.seconds)} s expected, " if calibration else ""
+    log(f"{len(listing)} entries ({len(notebooks)} notebooks), {jobs} at a time: {expected}at most {bound} s")
+    for sub in ("feedback", "executed", "answers"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    columns = grader.columns()
+    results: list[Graded] = []
+    lock = threading.Lock()
+    progress = out / "scores.csv"
+    write_csv(progress, columns, [])
+
+    def one(entry: Entry) -> Graded:
+        try:
+            graded = grader.grade_entry(entry)
+        except Exception as exc:  # noqa: BLE001 - one file never breaks the batch
+            graded = _failed(grader, entry, exc)
+        try:
+            _write_outputs(out, graded)
+        except Exception as exc:  # noqa: BLE001
+            graded.row["error"] = _clean(f"{entry.name}: its feedback could not be written ({type(exc).__name__})",
+                                         600)
+        with lock:
+            results.append(graded)
+            with open(progress, "a", newline="", encoding="utf-8") as f:  # a row per finished entry
+                import csv
+
+                csv.DictWriter(f, fieldnames=columns, extrasaction="ignore").writerow(graded.row)
+            log(f"  {graded.row['submission']}: {graded.row['total']} of {graded.row['possible']}"
+                + (f"  [{graded.row['error'][:160]}]" if graded.row["error"] else ""))
+        return graded
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, [e for e in listing if refusal(e) is not None] + notebooks))
+    results.sort(key=lambda g: (g.row["submission"], g.row["id"]))
+    # signals that need the whole class: duplicate identities, submissions alike
+    by_identity: dict[str, list[Graded]] = {}
+    for g in results:
+        if not g.identity.startswith("file:"):
+            by_identity.setdefault(g.identity, []).append(g)
+    for same in by_identity.values():
+        if len(same) > 1:
+            for g in same:
+                others = ", ".join(o.row["submission"] for o in same if o is not g)
+                g.row["review"] = _clean("; ".join(filter(None, [f"duplicate identity: also {others}", g.row["review"]])),
+                                         REVIEW_CHARS)
+    peers = grader.similarity.peers({g.row["submission"]: g.units for g in results if g.units})
+    for g in results:
+        if peers.get(g.row["submission"]):
+            g.row["review"] = _clean("; ".join(filter(None, [*peers[g.row["submission"]], g.row["review"]])),
+                                     REVIEW_CHARS)
+    rows = [g.row for g in results]
+    write_csv(out / "scores.csv", columns, rows)
+    written = [q for q in grader.questions if q.written]
+    for q in written:
+        entries_ = [{"id": g.row["id"], "student": g.row["student"], "submission": g.row["submission"],
+                     "question": q.label, "answer": g.answers.get(q.label, ""), "points": ""} for g in results]
+        write_csv(out / "answers" / f"{q.label}.csv", ["id", "student", "submission", "question", "answer", "points"],
+                  entries_)
+    p = grader.points.precision
+    info = {"assignment": str(build_dir / "assignment.json"), "sha256": digest, "chapter": grader.manifest["chapter"],
+            "columns": columns, "written": [q.label for q in written], "points": grader.points.as_dict(),
+            "auto_possible": fmt(grader.auto_possible(), p), "written_possible": fmt(grader.written_possible(), p),
+            "possible": fmt(grader.auto_possible() + grader.written_possible(), p),
+            "limits": grader.limits.__dict__, "confinement": grader.conf.kind if grader.conf else "none",
+            "calibration": calibration.__dict__ if calibration else None}
+    (out / "grading.json").write_text(json.dumps(info, indent=1) + "\n")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("secret", help="write a new random secret (the hidden cases are drawn from it)")
     s.add_argument("file", type=Path, help="where to write it (outside the course repository; keep it private)")
-    b = sub.add_parser("build", help="build the student notebook, its solutions and the assignment manifest")
+    b = sub.add_parser("build", help="build the student notebook, its solutions, the student editions and the manifest")
     b.add_argument("chapter", help="chapter stem (e.g. seli) or path to its .md")
     b.add_argument("--out", type=Path, default=None, help="output folder (default: assignments/build/<chapter>)")
     b.add_argument("--exercises-only", action="store_true", help="keep only the exercises and the code they need")
-    g = sub.add_parser("grade", help="grade a folder of submitted notebooks, each in a sandbox")
+    b.add_argument("--book-url", default=None, help="the published book's address (default: from _config.yml)")
+    g = sub.add_parser("grade", help="grade a folder of submitted notebooks, each in its sandboxes")
     g.add_argument("chapter")
     g.add_argument("submissions", type=Path, help="folder of submitted .ipynb files")
     g.add_argument("--secret", type=Path, required=True, help="the instructor's secret file (hidden cases)")
-    g.add_argument("--out", type=Path, required=True, help="results folder: scores.csv, feedback/, executed/, answers/")
+    g.add_argument("--out", type=Path, required=True, help="results folder")
     g.add_argument("--build", type=Path, default=None, help="the built assignment (default: assignments/build/<chapter>)")
+    g.add_argument("--roster", type=Path, default=None, help="class list CSV: student_id, name, lms_id (email, login, "
+                                                             "section optional)")
+    g.add_argument("--points", type=Path, default=None, help="points file: lines `ex-seli-1.hidden = 3`, `precision = 1`")
+    g.add_argument("--point", action="append", default=[], metavar="KEY=VALUE", help="one part's points (repeatable)")
+    g.add_argument("--precision", type=int, default=0, help="decimals of the points (default 0: integers)")
     g.add_argument("--jobs", type=int, default=None, help="notebooks graded at once (default: the usable cores)")
     d = Limits()
-    g.add_argument("--timeout", type=int, default=d.notebook_timeout, help="seconds for one notebook's cells")
-    g.add_argument("--cell-timeout", type=int, default=d.cell_timeout, help="seconds for one cell")
-    g.add_argument("--harvest-timeout", type=int, default=d.harvest_timeout,
-                   help="seconds to run one question's functions on its cases")
-    g.add_argument("--memory", type=int, default=d.memory >> 20, help="MiB of memory (heap, arrays) per process")
+    g.add_argument("--timeout", type=int, default=None, help="seconds for one notebook's cells (default: from the "
+                                                             f"calibration, at most {d.notebook_timeout})")
+    g.add_argument("--cell-timeout", type=int, default=None, help="seconds for one cell")
+    g.add_argument("--harvest-timeout", type=int, default=None, help="seconds for one question's cases")
+    g.add_argument("--memory", type=int, default=d.memory >> 20, help="MiB for all of a sandbox's processes")
+    g.add_argument("--processes", type=int, default=d.processes, help="processes and threads a sandbox may have")
     g.add_argument("--profile", default=None, help="NCBOOK_PROFILE inside the sandbox (default: yours, else quick)")
+    g.add_argument("--no-calibration", action="store_true", help="skip grading the solutions first")
     g.add_argument("--no-sandbox", action="store_true",
                    help="run submissions without bubblewrap, with your rights (only for notebooks you trust)")
+    m = sub.add_parser("merge", help="add the written points of answers/*.csv to scores.csv and the feedback")
+    m.add_argument("results", type=Path)
+    e = sub.add_parser("export", help="write a gradebook CSV (Canvas or Moodle) from scores.csv and a roster")
+    e.add_argument("results", type=Path)
+    e.add_argument("--roster", type=Path, required=True)
+    e.add_argument("--format", choices=("canvas", "moodle"), required=True)
+    e.add_argument("--name", default=None, help="the gradebook column (default: the chapter's name)")
+    e.add_argument("--file", type=Path, default=None, help="where to write (default: <results>/export-<format>.csv)")
     args = parser.parse_args(argv)
     if args.command == "secret":
         print(f"secret written to {write_secret(args.file)} (keep it private; the same secret gives the same "
               "hidden cases)")
         return 0
     if args.command == "build":
-        out = build(args.chapter, args.out, exercises_only=args.exercises_only)
+        out = build(args.chapter, args.out, exercises_only=args.exercises_only, url=args.book_url)
         print(f"student notebook: {out / 'student'}\nsolutions: {out / 'solutions'}\nassignment: "
               f"{out / 'assignment.json'}")
         return 0
-    limits = Limits(args.timeout, args.cell_timeout, args.harvest_timeout, args.memory << 20)
+    if args.command == "merge":
+        merge(args.results)
+        return 0
+    if args.command == "export":
+        info = json.loads((args.results / "grading.json").read_text())
+        export(args.results, Roster.load(args.roster), args.format, assignment=args.name or info["chapter"],
+               path=args.file)
+        return 0
+    stem = _chapter_path(args.chapter).stem
+    build_dir = args.build or ROOT / "assignments" / "build" / stem
+    _, questions = load_assignment(build_dir)
+    points = Points.of(questions, precision=args.precision, file=args.points, overrides=args.point)
+    timed = any(v is not None for v in (args.timeout, args.cell_timeout, args.harvest_timeout))
+    limits = Limits(args.timeout or d.notebook_timeout, args.cell_timeout or d.cell_timeout,
+                    args.harvest_timeout or d.harvest_timeout, args.memory << 20, args.processes)
     start = time.monotonic()
-    rows = grade(args.chapter, args.submissions, args.out, secret=read_secret(args.secret), build_dir=args.build,
-                 limits=limits, jobs=args.jobs, sandbox=not args.no_sandbox, profile=args.profile)
-    print(f"graded {len(rows)} notebooks in {time.monotonic() - start:.0f} s -> {Path(args.out) / 'scores.csv'}")
+    rows = grade(args.chapter, args.submissions, args.out, secret=read_secret(args.secret), build_dir=build_dir,
+                 limits=limits, jobs=args.jobs, sandbox=not args.no_sandbox, profile=args.profile,
+                 roster=Roster.load(args.roster) if args.roster else None, points=points,
+                 calibrate=not args.no_calibration, fixed_timeouts=timed, hide=(str(args.secret.resolve()),))
+    print(f"graded {len(rows)} entries in {time.monotonic() - start:.0f} s -> {Path(args.out) / 'scores.csv'}")
     return 0
 
 

@@ -1,29 +1,27 @@
 #!/usr/bin/env python3
-"""Run one submitted notebook inside the grading sandbox; hand back data only.
+"""Run one submitted notebook inside its *run* sandbox; hand back the executed notebook and nothing else.
 
 ``tools/assignments.py grade`` starts this file as the only process of a fresh sandbox (bubblewrap
-``--as-pid-1``: it is PID 1 there, and every process the notebook starts ends with it). It is never
-imported by the grader. The protocol:
+``--as-pid-1``: it is PID 1 there, and every process the notebook starts ends with it), with the full
+``ncbook`` package. Nothing is scored from this run: it gives the instructor the notebook as it ran (its
+outputs, its public checks). The scores come from the *judge* sandbox (``tools/grade_judge.py``), a fresh
+one with the student edition of the package, where the answers are absent. This file is never imported by
+the grader. The protocol:
 
-* stdin (read whole, then closed): one JSON job: the notebook (code and Markdown cells), its file
-  name, the time limits, the memory limit and, per autograded question, the exercise name, the
-  student's function name, the stage (``public`` or ``hidden``) and the cases (an ``.npz`` of numbers,
-  base64; no expected values). Every public stage comes before every hidden one.
-* stdout: JSON lines. ``{"event": "notebook", ...}`` (the notebook as executed, sent *before* any
-  hidden case is written to disk), then one ``{"event": "outcomes", "index": i, "npz": ...}`` per
-  question (what the student's function returned on each case: numbers, or an error kind), then
-  ``{"event": "done", "problems": [...]}``.
+* stdin (read whole, then closed): one JSON job: the notebook (code, Markdown and raw cells), its file
+  name, the time limits, the memory limit (used only where the grader has no cgroup), the size the
+  executed notebook may have.
+* stdout: JSON lines: ``{"event": "notebook", "notebook": ...}`` (the notebook as executed, its outputs cut
+  to fit), then ``{"event": "done", "problems": [...], "seconds": s}``.
 
-The kernel gets /dev/null as stdin, stdout and stderr, and this process is not dumpable, so nothing
-the notebook runs can read this process's memory or write into the channel to the grader. The
-notebook's cells run first (each with a time limit, the whole notebook with another); then, in
-the same kernel, :func:`ncbook.exercises._core.harvest` applies each named function to its cases
-and writes the outcomes to a file that this process reads back and forwards.
+The kernel gets /dev/null as stdin, stdout and stderr, and this process is not dumpable, so nothing the
+notebook runs can read this process's memory or write into the channel to the grader. Cells run one by
+one, each with a time limit and the whole notebook with another; a kernel that dies or ignores an
+interrupt is replaced and the notebook runs again without that cell.
 """
 
 from __future__ import annotations
 
-import base64
 import ctypes
 import json
 import os
@@ -31,9 +29,8 @@ import resource
 import sys
 import time
 
-HARVEST_DIR = ".ncbook-harvest"
 MAX_OUTPUT_TEXT = 20_000      # characters kept of one text output in the returned notebook
-MAX_OUTCOMES_BYTES = 64 << 20
+MAX_OUTPUT_DATA = 1_000_000   # characters kept of one rich output (an image)
 
 
 def _undumpable() -> None:
@@ -44,30 +41,52 @@ def _undumpable() -> None:
         pass
 
 
-def _limits(memory: int, file_size: int) -> None:
-    # RLIMIT_DATA (heap and private mappings: arrays, tensors), not RLIMIT_AS: torch alone maps ~4 GiB of
-    # address space that never becomes memory
-    for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_FSIZE, file_size),
-                         (resource.RLIMIT_CORE, 0)):
-        if value:
+def _limits(memory: int, file_size: int, processes: int, rlimits: bool) -> None:
+    """RLIMIT_FSIZE and no core files always; RLIMIT_DATA (heap and private mappings: arrays, tensors; not
+    RLIMIT_AS: torch alone maps ~4 GiB of address space that never becomes memory) and RLIMIT_NPROC only
+    where the grader could make no cgroup (``rlimits``): a weaker, per-process fallback."""
+    wanted = [(resource.RLIMIT_FSIZE, file_size), (resource.RLIMIT_CORE, 0)]
+    if rlimits:
+        wanted += [(resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, processes)]
+    for limit, value in wanted:
+        if value is not None:
             try:
                 resource.setrlimit(limit, (value, value))
             except (ValueError, OSError):
                 pass
 
 
-def _trim(nb) -> None:
-    """Long text outputs cut, large images dropped: the notebook that goes back stays small."""
+def _size(obj) -> int:
+    return len(json.dumps(obj))
+
+
+def _trim(nb, budget: int) -> list[str]:
+    """Long text outputs cut, large rich outputs dropped, then whole cells' outputs dropped (the largest first)
+    until the notebook's JSON fits in ``budget`` bytes: what goes back stays small whatever the notebook printed."""
+    notes = []
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             if isinstance(out.get("text"), str) and len(out["text"]) > MAX_OUTPUT_TEXT:
                 out["text"] = out["text"][:MAX_OUTPUT_TEXT] + "\n[... output cut by the grader ...]\n"
             data = out.get("data", {})
             for key in list(data):
-                if len(str(data[key])) > 2_000_000:
-                    data[key] = "[large output dropped by the grader]" if key.startswith("text") else ""
-                    if not key.startswith("text"):
-                        del data[key]
+                if len(str(data[key])) > MAX_OUTPUT_DATA:
+                    del data[key]
+                    data.setdefault("text/plain", "[large output dropped by the grader]")
+    total = _size(nb)
+    if total > budget:
+        sizes = sorted(((_size(c.get("outputs", [])), i) for i, c in enumerate(nb.cells) if c.get("outputs")),
+                       reverse=True)
+        for size, i in sizes:
+            if total <= budget:
+                break
+            nb.cells[i].outputs = [{"output_type": "stream", "name": "stdout",
+                                    "text": "[outputs dropped by the grader: the executed notebook is kept under "
+                                            f"{budget >> 20} MiB]\n"}]
+            total -= size
+            notes.append(f"the outputs of cell {i} were dropped (the executed notebook is kept under "
+                         f"{budget >> 20} MiB)")
+    return notes[:3]
 
 
 class Runner:
@@ -145,37 +164,6 @@ class Runner:
                     self.problems.append(f"cell {index} raised {str(out.get('ename'))[:60]}")
         return None
 
-    def harvest(self) -> None:
-        import nbformat
-
-        os.makedirs(HARVEST_DIR, exist_ok=True)
-        for i, q in enumerate(self.job["harvest"]):
-            inputs, outputs = f"{HARVEST_DIR}/{i}-in.npz", f"{HARVEST_DIR}/{i}-out.npz"
-            with open(inputs, "wb") as f:
-                f.write(base64.b64decode(q["cases"]))
-            code = (f"__import__('ncbook.exercises._core', fromlist=['harvest']).harvest("
-                    f"{q['exercise']!r}, globals().get({q['function']!r}), {inputs!r}, {outputs!r}, "
-                    f"function={q['function']!r})")
-            cell = nbformat.v4.new_code_cell(code)
-            self.nb.cells.append(cell)
-            state = self._run(cell, len(self.nb.cells) - 1, self.job["harvest_timeout"])
-            event = {"event": "outcomes", "index": i}
-            if state != "ok":
-                event["error"] = "timeout" if state == "timeout" else "kernel died"
-            elif not os.path.isfile(outputs) or os.path.getsize(outputs) > MAX_OUTCOMES_BYTES:
-                errors = [o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-                # a hidden stage sends no text the notebook chose (an exception's name could carry a hidden input)
-                event["error"] = f"no results ({str(errors[0])[:60]})" if errors and q.get("stage") != "hidden" \
-                    else "no results"
-            else:
-                with open(outputs, "rb") as f:
-                    event["npz"] = base64.b64encode(f.read()).decode()
-            self.send(event)
-            if state == "dead" or (state == "timeout" and not self._alive()):
-                for j in range(i + 1, len(self.job["harvest"])):
-                    self.send({"event": "outcomes", "index": j, "error": "kernel stopped"})
-                return
-
 
 def main() -> int:
     _undumpable()
@@ -184,11 +172,12 @@ def main() -> int:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    _limits(job["memory"], job.get("file_size", 1 << 30))
+    _limits(job["memory"], job.get("file_size", 1 << 30), job.get("processes", 512), job.get("rlimits", False))
     started = time.monotonic()
     deadline = started + job["notebook_timeout"]
     runner = Runner(job, channel)
     skip: set[int] = set()
+    sent = False
     try:
         for attempt in range(3):
             with runner.client.setup_kernel():
@@ -198,18 +187,15 @@ def main() -> int:
                     runner.problems.append(f"ran the notebook again without cell {lost[1]}")
                     skip.add(lost[1])
                     continue
-                alive = lost is None
-                _trim(runner.nb)
-                runner.send({"event": "notebook", "notebook": runner.nb})  # before any hidden case is on disk
-                if alive:
-                    runner.harvest()
-                else:
-                    for i in range(len(job["harvest"])):
-                        runner.send({"event": "outcomes", "index": i, "error": "kernel stopped"})
             break
     except Exception as exc:  # the kernel would not start, or the client failed: say so, never hang
         runner.problems.append(f"the notebook could not run ({type(exc).__name__}: {str(exc)[:200]})")
-    runner.send({"event": "done", "problems": list(dict.fromkeys(runner.problems)), "seconds": round(time.monotonic() - started, 1)})
+    finally:
+        runner.problems += _trim(runner.nb, job.get("notebook_bytes", 8 << 20))
+        runner.send({"event": "notebook", "notebook": runner.nb})
+        sent = True
+    runner.send({"event": "done", "problems": list(dict.fromkeys(runner.problems)),
+                 "seconds": round(time.monotonic() - started, 1), "sent": sent})
     return 0
 
 

@@ -10,8 +10,10 @@ exercise, or a function that merely calls the :mod:`ncbook` function the exercis
 
 Every check is built from one :class:`Exercise` spec (signature, case generator, reference,
 comparison), listed in :data:`EXERCISES`; the graded assignments (``tools/assignments.py``) draw
-the hidden cases of the same spec from the instructor's secret and judge them outside the
-submission's process. How to declare a new exercise: the docstring of ``ncbook.exercises._core``.
+each student's hidden cases of the same spec from the instructor's secret and the student's key,
+and call the student's functions in a sandbox whose package has none of this module but
+``_harvest`` (calling a function on cases, packing the numbers): the numbers are judged outside
+the submission's process. How to declare a new exercise: the docstring of ``ncbook.exercises._core``.
 """
 
 from ._core import CheckResult

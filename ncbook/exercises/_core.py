@@ -23,16 +23,22 @@ Each coding exercise is one :class:`Exercise` in its chapter's module
 * ``cases(rng)``: yields the inputs, a dict ``{param: value}`` per case; values are tensors,
   arrays, numbers, strings or lists of numbers. Draw everything random from ``rng`` (a
   ``numpy.random.Generator``) and nothing from anywhere else: the public check draws from
-  ``np.random.default_rng(public_seed)``, the graded assignment draws the *hidden* cases from the
-  instructor's secret (:meth:`Exercise.hidden_cases`). Fixed edge cases may be yielded as well;
-  they are then part of both. Keep every case valid for any draw (the chapter's solution must pass
-  for every secret: ``tests/test_assignments.py`` tries several).
+  ``np.random.default_rng(public_seed)``, the graded assignment draws each student's *hidden* cases
+  from the instructor's secret and the student's key (:meth:`Exercise.hidden_cases`). Fixed edge
+  cases may be yielded as well; they are then part of both. At least one case must come from a
+  domain too large to tabulate (more than about 10^9 values: a continuous parameter, or integers
+  drawn from a wide range), so that no lookup table holds the answers and neighbours' cases differ
+  (``tests/test_assignments.py`` draws the cases of 2000 students). Keep every case valid for any
+  draw (the chapter's solution must pass for every secret: the tests try several).
 * ``reference(**case)``: the expected value, computed only after the student's function has run on
   every case (so no frame the student's function can read holds it), and in grading only in the
   grader's process, which never runs student code.
 * the comparison: ``atol``/``rtol`` (float64, non-finite values by position), or ``compare(got,
   case, expected)`` returning ``None`` or a sentence, for answers judged by a property (any
-  rotation of the class means, a threshold bracketed by a factor).
+  rotation of the class means, a threshold bracketed by a factor). Every comparison allows the one
+  tolerance rule of :func:`allowed_error` (``atol + rtol |expected| + ULPS eps scale``, ``eps`` the
+  precision of the inputs, ``scale`` the value's largest entry); a ``compare`` uses :func:`within`
+  for its numbers, never ``==`` on a computed float.
 * ``forbid``: the :mod:`ncbook` functions the exercise asks the student to write; passing one, or
   calling one, fails.
 * ``points``: (public, hidden) points in the graded assignment, default (1, 1).
@@ -49,19 +55,18 @@ Tests: the chapter's solution passes and a planted mistake fails with its messag
 hidden cases of several secrets and checks that hidden cases differ from the public ones.
 
 The public check (``check_x(f)`` in the notebook) and the graded hidden cases share this one
-definition; ``tools/assignments.py grade`` calls the student's function on both sets inside a
-sandbox through :func:`harvest`, which writes only the returned numbers, and judges them with
-:meth:`Exercise.verdicts` in a process that never imported the submission.
+definition. ``tools/assignments.py grade`` calls the student's function on both sets in a sandbox
+that holds a *student edition* of the package: this module, the chapter modules and every function
+the reference executes are absent there; only :mod:`ncbook.exercises._harvest` (the calls and the
+packing of their numbers) is present. The numbers are judged with :meth:`Exercise.verdicts` in a
+process that never imported the submission.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
-import io
-import json
+import hmac
 import os
-import sys
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -69,10 +74,15 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import torch
 
-__all__ = ["CheckResult", "Exercise", "Outcome", "run_cases"]
+from ._harvest import (MAX_OUTPUT_SIZE, Case, Outcome, _copy, _to_numpy, collect, harvest as _harvest_file,  # noqa: F401
+                       pack_cases, pack_outcomes, unpack_cases, unpack_outcomes)
 
-Case = dict  # {parameter name: value}
-MAX_OUTPUT_SIZE = 10_000_000  # entries of one returned array kept for judging
+__all__ = ["CheckResult", "Exercise", "Outcome", "allowed_error", "input_eps", "run_cases", "within"]
+
+ULPS = 64
+"""How many units in the last place of the inputs' precision, times the value's scale, every comparison allows
+on top of a spec's ``atol`` and ``rtol`` (see :func:`allowed_error`): the rounding of another summation
+order, another BLAS or thread count, or float32 inputs, never a wrong formula."""
 
 
 #: Set to ``"1"`` by the book build for its kernels (``book/_ext/ncbook_cache.py``): there a failed check
@@ -149,11 +159,6 @@ class CheckResult:
 
 
 # --------------------------------------------------------------------------- formatting
-def _to_numpy(x: Any) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        return x.detach().cpu().double().numpy()
-    return np.asarray(x, dtype=np.float64)
-
 
 def format_array(x: Any, *, precision: int = 5, indent: int = 4) -> str:
     """An array printed readably: scalars inline, vectors and matrices on aligned lines.
@@ -197,12 +202,121 @@ def _kind(v: float) -> str:
     return "finite"
 
 
-def compare_arrays(got: np.ndarray, expected: np.ndarray, *, atol: float, rtol: float) -> str | None:
+def input_eps(case: Case | None) -> float:
+    """Machine epsilon of the least precise floating-point input of ``case`` (float64's without one).
+
+    Parameters
+    ----------
+    case : dict or None
+        ``{parameter: value}``; tensors and arrays count by their dtype, Python floats as float64.
+
+    Returns
+    -------
+    float
+        ``numpy.finfo(dtype).eps`` of the coarsest float dtype found (``2.2e-16`` for float64,
+        ``1.2e-7`` for float32).
+
+    Examples
+    --------
+    >>> input_eps({"x": np.ones(2, dtype=np.float32), "k": 3}) == float(np.finfo(np.float32).eps)
+    True
+    >>> input_eps({"k": 3}) == float(np.finfo(np.float64).eps)
+    True
+    """
+    eps = float(np.finfo(np.float64).eps)
+    for value in (case or {}).values():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, torch.Tensor) and v.is_floating_point():
+                eps = max(eps, float(torch.finfo(v.dtype).eps))
+            elif isinstance(v, (np.ndarray, np.floating)) and np.issubdtype(v.dtype, np.floating):
+                eps = max(eps, float(np.finfo(v.dtype).eps))
+    return eps
+
+
+def allowed_error(expected: np.ndarray, *, atol: float, rtol: float, eps: float = float(np.finfo(np.float64).eps)
+                  ) -> np.ndarray:
+    """The error every comparison of the checks allows, entry by entry: the one tolerance rule.
+
+    ``|got - expected| <= atol + rtol |expected| + ULPS * eps * scale``, where ``scale`` is the largest
+    finite ``|expected|`` entry (the value's scale: an entry far below the others is compared at the
+    precision of the whole value, never exactly) and ``eps`` the machine epsilon of the inputs
+    (:func:`input_eps`).
+
+    Parameters
+    ----------
+    expected : ndarray
+        The expected value, float64, any shape.
+    atol, rtol : float
+        The spec's absolute and relative tolerances (non-negative).
+    eps : float, optional
+        Machine epsilon of the inputs (float64 by default).
+
+    Returns
+    -------
+    ndarray of the shape of ``expected``
+        The largest error allowed at each entry (meaningful at finite entries).
+
+    Raises
+    ------
+    ValueError
+        If a tolerance is negative or not finite.
+
+    Examples
+    --------
+    >>> allowed_error(np.array([0.0, 2.0]), atol=0.0, rtol=0.0).tolist() == [ULPS * 2.0 * np.finfo(float).eps] * 2
+    True
+    """
+    for name, value in (("atol", atol), ("rtol", rtol), ("eps", eps)):
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite non-negative number; got {value!r}")
+    e = np.asarray(expected, dtype=np.float64)
+    finite = np.abs(e[np.isfinite(e)])
+    scale = float(finite.max()) if finite.size else 0.0
+    return atol + rtol * np.where(np.isfinite(e), np.abs(e), 0.0) + ULPS * eps * scale
+
+
+def within(got: float, expected: float, *, atol: float = 0.0, rtol: float = 0.0,
+           eps: float = float(np.finfo(np.float64).eps)) -> bool:
+    """True when one finite number ``got`` is within :func:`allowed_error` of ``expected``.
+
+    Examples
+    --------
+    >>> within(1.0 + 1e-15, 1.0), within(1.1, 1.0, rtol=0.05), within(float("nan"), 1.0)
+    (True, False, False)
+    """
+    g, e = float(got), float(expected)
+    return bool(np.isfinite(g) and np.isfinite(e) and abs(g - e) <= allowed_error(np.array(e), atol=atol, rtol=rtol,
+                                                                                    eps=eps))
+
+
+def compare_arrays(got: np.ndarray, expected: np.ndarray, *, atol: float, rtol: float,
+                   eps: float = float(np.finfo(np.float64).eps)) -> str | None:
     """None when ``got`` matches ``expected``; otherwise a sentence saying where and how it differs.
 
-    NaN and infinities must sit at the same positions with the same signs; finite entries
-    must agree within ``atol + rtol * |expected|``. A non-finite value where a finite one
-    was expected (or the reverse) is named as such, never reported as a "nan" error.
+    NaN and infinities must sit at the same positions with the same signs; finite entries must
+    agree within :func:`allowed_error` (``atol + rtol |expected| + ULPS eps scale``). A non-finite value
+    where a finite one was expected (or the reverse) is named as such, never reported as a "nan" error.
+
+    Parameters
+    ----------
+    got, expected : ndarray
+        float64 arrays of any shape.
+    atol, rtol : float
+        The spec's tolerances.
+    eps : float, optional
+        Machine epsilon of the inputs (:func:`input_eps`).
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> compare_arrays(np.array([1.0, np.inf]), np.array([1.0 + 1e-15, np.inf]), atol=0, rtol=0) is None
+    True
+    >>> compare_arrays(np.array([1.0]), np.array([2.0]), atol=0, rtol=1e-9)
+    '1 of 1 entries differ; largest error 1 at (0,) (expected 2, got 1)'
     """
     if got.shape != expected.shape:
         return f"shape {got.shape}, expected {expected.shape}"
@@ -216,7 +330,8 @@ def compare_arrays(got: np.ndarray, expected: np.ndarray, *, atol: float, rtol: 
         return (f"{bad_kind.size} non-finite mismatch(es); first at {where(i)}: expected {float(e[i])!r} "
                 f"({_kind(e[i])}), got {float(g[i])!r} ({_kind(g[i])})")
     finite = ek == 3
-    close = np.isclose(g[finite], e[finite], atol=atol, rtol=rtol)
+    allowed = allowed_error(e, atol=atol, rtol=rtol, eps=eps)[finite]
+    close = np.abs(g[finite] - e[finite]) <= allowed
     if close.all():
         return None
     idx = np.flatnonzero(finite)[~close]
@@ -226,221 +341,15 @@ def compare_arrays(got: np.ndarray, expected: np.ndarray, *, atol: float, rtol: 
             f"(expected {e[i]:.6g}, got {g[i]:.6g})")
 
 
-# --------------------------------------------------------------------------- student calls
-def _signature_problem(student: Callable, case: dict) -> str | None:
-    """A sentence when ``student`` cannot be called with the case's keyword arguments."""
-    try:
-        sig = inspect.signature(student)
-    except (TypeError, ValueError):  # builtins without a signature: let the call decide
-        return None
-    try:
-        sig.bind(**case)
-    except TypeError as exc:
-        expected = ", ".join(case)
-        name = getattr(student, "__name__", "your function")
-        return (f"{name}{sig} cannot be called as {name}({expected}) ({exc}). The check calls it with the "
-                f"keyword arguments ({expected}): rename the parameters to match.")
-    return None
-
-
-def _code_of(fn: Callable) -> Any:
-    fn = inspect.unwrap(fn)
-    return getattr(fn, "__code__", None) or getattr(getattr(fn, "forward", None), "__code__", None)
-
-
-def _shape_of(code: Any) -> Any:
-    """``code`` without where it was written (file, name, line numbers), nested code objects included: a copy of
-    a function's code object moved to other lines or another file has the same shape. (Source compiled again,
-    e.g. with other ``__future__`` flags, may not: that is left to the grader's review of the notebook's code.)"""
-    consts = tuple(_shape_of(c) if inspect.iscode(c) else c for c in code.co_consts)
-    return code.replace(co_filename="", co_name="", co_qualname="", co_firstlineno=1, co_linetable=b"",
-                        co_consts=consts)
-
-
-def _private_neighbours(fn: Callable) -> list[Callable]:
-    """Every function defined in the private module of ``fn`` (``ncbook.<package>._<module>``), methods
-    included: the helpers a forbidden function is made of are forbidden with it."""
-    fn = inspect.unwrap(fn)
-    module = sys.modules.get(getattr(fn, "__module__", "") or "")
-    name = getattr(module, "__name__", "")
-    if not name.startswith("ncbook.") or "._" not in name or name == __name__:
-        return []
-    found = []
-    for value in vars(module).values():
-        for f in (value, *vars(value).values()) if inspect.isclass(value) else (value,):
-            f = inspect.unwrap(f) if callable(f) else f
-            if inspect.isfunction(f) and f.__module__ == name:
-                found.append(f)
-    return found
-
-
-def _nested_codes(code: Any) -> list[Any]:
-    out = [code]
-    for c in code.co_consts:
-        if inspect.iscode(c):
-            out += _nested_codes(c)
-    return out
-
-
-# builtins that run code this thread's profiler hook cannot see: a new thread, a new process
-def _unwatched_starts() -> tuple:
-    """The builtins that start a thread or a process, those this platform has (no ``_posixsubprocess`` on Windows)."""
-    import _thread
-    import importlib.util
-    import os
-
-    found = [getattr(_thread, n, None) for n in ("start_new_thread", "start_joinable_thread")]
-    found += [getattr(os, n, None) for n in ("fork", "forkpty", "posix_spawn", "posix_spawnp")]
-    if importlib.util.find_spec("_posixsubprocess") is not None:
-        import _posixsubprocess
-
-        found.append(getattr(_posixsubprocess, "fork_exec", None))
-    return tuple(f for f in found if f is not None)
-
-
-_UNWATCHED_STARTS = _unwatched_starts()
-_SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile  # the builtins, kept before any notebook cell can rebind them
-
-
-class _CallWatcher:
-    """Notes whether a forbidden function runs while the student's function runs (``sys.setprofile``).
-
-    Forbidden: ``forbidden``, every function of their private modules (their helpers), any function
-    whose code object is a re-located copy of theirs, and starting a thread or
-    a process (code the hook of this thread would not see). If the hook is gone or replaced when the
-    call returns, that counts as a forbidden call too. A deterrent inside the student's own process,
-    not a proof: a copy of the source with other names is not seen.
-    """
-
-    def __init__(self, forbidden: Sequence[Callable]):
-        self.codes: dict[Any, Callable] = {}
-        for f in [*forbidden, *(g for f in forbidden for g in _private_neighbours(f))]:  # named ones first
-            if (c := _code_of(f)) is not None:
-                for nested in _nested_codes(c):
-                    self.codes.setdefault(nested, f)
-        self.shapes = {_shape_of(c): f for c, f in self.codes.items()}
-        self.seen: dict[int, tuple[Any, Callable | None]] = {}
-        self.hit: Callable | str | None = None
-        self._previous = None
-
-    def _match(self, code: Any) -> Callable | None:
-        known = self.seen.get(id(code))
-        if known is None or known[0] is not code:
-            found = self.codes.get(code)
-            if found is None:
-                try:
-                    found = self.shapes.get(_shape_of(code))
-                except (TypeError, ValueError):
-                    found = None
-            known = self.seen[id(code)] = (code, found)
-        return known[1]
-
-    def _profile(self, frame, event, arg):
-        if self.hit is not None:
-            return
-        if event == "call":
-            found = self._match(frame.f_code)
-            if found is not None:
-                self.hit = found
-        elif event == "c_call" and any(arg is f for f in _UNWATCHED_STARTS):
-            self.hit = "starts a thread or a process, which the check cannot watch"
-
-    def __enter__(self):
-        self._previous = _GETPROFILE()
-        _SETPROFILE(self._profile)
-        return self
-
-    def __exit__(self, *exc):
-        if _GETPROFILE() != self._profile and self.hit is None:
-            self.hit = "removed or replaced the profiler hook the check watches it with"
-        _SETPROFILE(self._previous)
-        return False
-
-
-def _qualname(fn: Callable) -> str:
-    fn = inspect.unwrap(fn)
-    module = getattr(fn, "__module__", "") or ""
-    public = module.split("._")[0] if module.startswith("ncbook") else module
-    return f"{public}.{getattr(fn, '__name__', repr(fn))}"
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the student's function did on one case: a float64 array, or why there is none.
-
-    ``error`` is None for a returned value, else one of ``"not_implemented"``, ``"signature"``,
-    ``"forbidden"``, ``"exception"``, ``"none"``, ``"not_array"``, ``"too_large"``, ``"missing"``
-    (no function of that name), ``"timeout"``; ``detail`` is the sentence shown for a public case.
-    """
-
-    value: np.ndarray | None = None
-    error: str | None = None
-    detail: str = ""
-
-
-def collect(student: Any, cases: Sequence[Case], forbid: Sequence[Callable] = ()) -> list[Outcome]:
-    """Call ``student(**case)`` on copies of every case; the outputs as float64 arrays, or the errors.
-
-    Nothing here knows the expected values: they are computed afterwards (:meth:`Exercise.verdicts`).
-    """
-    if not callable(student):
-        return [Outcome(error="missing", detail=f"expected a function; got {type(student).__name__}.")] * len(cases)
-    for fn in forbid:
-        if inspect.unwrap(student) is inspect.unwrap(fn):
-            return [Outcome(error="forbidden", detail=f"this is {_qualname(fn)} itself; the exercise is to "
-                                                      "write it yourself.")] * len(cases)
-    if cases and (problem := _signature_problem(student, cases[0])):
-        return [Outcome(error="signature", detail=problem)] * len(cases)
-    out = []
-    watcher = _CallWatcher(forbid)  # what it forbids is worked out once; what it saw, once per case
-    for case in cases:
-        watcher.hit = None
-        got = arr = problem = None
-        with watcher:  # the conversion too: an __array__ or __float__ of the returned object runs watched
-            try:
-                got = student(**{k: _copy(v) for k, v in case.items()})
-            except NotImplementedError:
-                problem = Outcome(error="not_implemented",
-                                  detail="not implemented yet (the function raised NotImplementedError).")
-            except Exception as exc:  # report any student error as a failed case
-                problem = Outcome(error="exception", detail=f"raised {type(exc).__name__}: {exc}"[:2000])
-            else:
-                if got is not None:
-                    try:
-                        arr = _to_numpy(got)
-                    except Exception:  # also whatever a returned object's own conversion raises
-                        problem = Outcome(error="not_array", detail=f"returned {type(got).__name__}, not an array")
-        if isinstance(watcher.hit, str):
-            out.append(Outcome(error="forbidden", detail=f"your function {watcher.hit}; compute the answer in the "
-                                                         "function itself."))
-        elif watcher.hit is not None:
-            out.append(Outcome(error="forbidden", detail=f"your function calls {_qualname(watcher.hit)}, the function "
-                                                         "this exercise asks you to write (or the check's reference, or "
-                                                         "one of their helpers); implement it without it."))
-        elif problem is not None:
-            out.append(problem)
-        elif got is None:
-            out.append(Outcome(error="none", detail="returned None"))
-        elif arr.size > MAX_OUTPUT_SIZE:
-            out.append(Outcome(error="too_large", detail=f"returned an array of shape {arr.shape}"))
-        else:
-            out.append(Outcome(value=arr))
-    return out
-
-
 # --------------------------------------------------------------------------- the spec
-def _secret_rng(secret: bytes, name: str) -> np.random.Generator:
-    digest = hashlib.sha256(b"ncbook-hidden-cases\0" + bytes(secret) + b"\0" + name.encode()).digest()
+def _secret_rng(secret: bytes, name: str, student: str = "") -> np.random.Generator:
+    """HMAC-SHA256 of the exercise's name and the student's key under the instructor's secret, as a seed."""
+    if not isinstance(secret, (bytes, bytearray)) or not secret:
+        raise TypeError(f"secret must be non-empty bytes; got {type(secret).__name__}")
+    if not isinstance(student, str):
+        raise TypeError(f"student must be a str (the student's key); got {type(student).__name__}")
+    message = b"ncbook-hidden-cases\0" + name.encode() + b"\0" + student.encode("utf-8", "surrogatepass")
+    digest = hmac.new(bytes(secret), message, hashlib.sha256).digest()
     return np.random.default_rng(np.frombuffer(digest, dtype=np.uint32).tolist())
 
 
@@ -459,7 +368,7 @@ class Exercise:
     reference : callable, optional
         ``reference(**case)``: the expected value (anything ``numpy.asarray`` takes).
     atol, rtol : float
-        Tolerances of the default comparison.
+        Tolerances of the default comparison (the rule: :func:`allowed_error`).
     compare : callable, optional
         ``compare(got, case, expected) -> None | str`` replaces the default comparison; ``got`` is
         the student's output as a float64 array, ``expected`` the reference's (None without one).
@@ -482,6 +391,8 @@ class Exercise:
     False
     >>> len(spec.hidden_cases(b"instructor secret")), bool(spec.hidden_cases(b"a")[0]["x"][0] != spec.public_cases()[0]["x"][0])
     (1, True)
+    >>> bool(spec.hidden_cases(b"a", "alice")[0]["x"][0] != spec.hidden_cases(b"a", "bob")[0]["x"][0])
+    True
     """
 
     name: str
@@ -501,9 +412,13 @@ class Exercise:
         """The cases of the public check (the notebook's), drawn from ``public_seed``."""
         return list(self.cases(np.random.default_rng(self.public_seed)))
 
-    def hidden_cases(self, secret: bytes) -> list[Case]:
-        """The hidden cases, drawn from the instructor's ``secret`` (bytes) and the exercise's name."""
-        return list(self.cases(_secret_rng(secret, self.name)))
+    def hidden_cases(self, secret: bytes, student: str = "") -> list[Case]:
+        """The hidden cases of one student: drawn from HMAC-SHA256(``secret``, exercise name + ``student``).
+
+        ``student`` is the student's key (the roster id, else the notebook's ``STUDENT`` cell, else its
+        file name): neighbours get different cases. ``""`` gives the cases of no particular student.
+        """
+        return list(self.cases(_secret_rng(secret, self.name, student)))
 
     def expected(self, case: Case) -> Any:
         """The reference's value on ``case`` (None without a reference), on copies of the inputs."""
@@ -521,7 +436,7 @@ class Exercise:
             problem = self.compare(outcome.value, case, expected)
             return None if problem is None else f"on input {_describe(case)}:\n  {problem}{self.hint}"
         expected = _to_numpy(expected)
-        problem = compare_arrays(outcome.value, expected, atol=self.atol, rtol=self.rtol)
+        problem = compare_arrays(outcome.value, expected, atol=self.atol, rtol=self.rtol, eps=input_eps(case))
         if problem is None:
             return None
         return (f"on input {_describe(case)}:\n  {problem}.\n  expected {format_array(expected)}\n"
@@ -596,91 +511,6 @@ def run_cases(
     return spec.check(student)
 
 
-# --------------------------------------------------------------------------- cases and outcomes as data
-_TORCH_DTYPES = {str(d).removeprefix("torch."): d for d in (torch.float64, torch.float32, torch.float16, torch.int64,
-                                                              torch.int32, torch.int16, torch.int8, torch.uint8,
-                                                              torch.bool)}
-
-
-def _pack_value(value: Any, key: str, arrays: dict) -> dict:
-    if isinstance(value, torch.Tensor):
-        arrays[key] = value.detach().cpu().numpy()
-        return {"kind": "tensor", "key": key, "dtype": str(value.dtype).removeprefix("torch.")}
-    if isinstance(value, np.ndarray):
-        if value.dtype == object:
-            raise TypeError(f"case value {key} is an object array; use numbers")
-        arrays[key] = value
-        return {"kind": "ndarray", "key": key}
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return {"kind": "json", "value": value}
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return {"kind": "numpy_scalar", "value": value.item(), "dtype": value.dtype.str}
-    if isinstance(value, (list, tuple)):
-        json.dumps(value)  # numbers and strings only
-        return {"kind": "list", "value": list(value)}
-    raise TypeError(f"case value {key} has type {type(value).__name__}; use tensors, arrays, numbers, "
-                    "strings or lists of numbers")
-
-
-def _unpack_value(meta: dict, arrays: Any) -> Any:
-    kind = meta["kind"]
-    if kind == "tensor":
-        return torch.from_numpy(np.array(arrays[meta["key"]])).to(_TORCH_DTYPES[meta["dtype"]])
-    if kind == "ndarray":
-        return np.array(arrays[meta["key"]])
-    if kind == "numpy_scalar":
-        return np.array(meta["value"], dtype=np.dtype(meta["dtype"]))[()]
-    return meta["value"]
-
-
-def _npz(arrays: dict, meta: Any) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
-    return buffer.getvalue()
-
-
-def _read_npz(data: bytes) -> tuple[Any, dict]:
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    meta = json.loads(arrays.pop("__meta__").tobytes().decode())
-    return meta, arrays
-
-
-def pack_cases(cases: Sequence[Case]) -> bytes:
-    """The cases as an ``.npz`` file's bytes (arrays, and their kinds as JSON; no pickles)."""
-    arrays: dict = {}
-    meta = [{k: _pack_value(v, f"c{i}_{k}", arrays) for k, v in case.items()} for i, case in enumerate(cases)]
-    return _npz(arrays, meta)
-
-
-def unpack_cases(data: bytes) -> list[Case]:
-    """The inverse of :func:`pack_cases` (``allow_pickle=False``)."""
-    meta, arrays = _read_npz(data)
-    return [{k: _unpack_value(m, arrays) for k, m in case.items()} for case in meta]
-
-
-def pack_outcomes(outcomes: Sequence[Outcome]) -> bytes:
-    """Outcomes as an ``.npz`` file's bytes: the returned arrays, and the errors as JSON."""
-    arrays = {f"o{i}": o.value for i, o in enumerate(outcomes) if o.value is not None}
-    meta = [{"error": o.error, "detail": o.detail[:2000]} for o in outcomes]
-    return _npz(arrays, meta)
-
-
-def unpack_outcomes(data: bytes) -> list[Outcome]:
-    """The inverse of :func:`pack_outcomes`, checked: float64 arrays only, known error kinds."""
-    meta, arrays = _read_npz(data)
-    out = []
-    for i, m in enumerate(meta):
-        value = arrays.get(f"o{i}")
-        if m.get("error") is None and (value is None or value.dtype != np.float64):
-            out.append(Outcome(error="missing", detail="no value came back"))
-        elif m.get("error") is None:
-            out.append(Outcome(value=value))
-        else:
-            out.append(Outcome(error=str(m["error"])[:40], detail=str(m.get("detail", ""))[:2000]))
-    return out
-
-
 def _watched(name: str) -> tuple[Callable, ...]:
     from . import EXERCISES
 
@@ -688,19 +518,17 @@ def _watched(name: str) -> tuple[Callable, ...]:
 
 
 def harvest(name: str, student: Any, inputs: str, outputs: str, *, function: str = "") -> None:
-    """Apply ``student`` to the cases in the file ``inputs``; write the outcomes (numbers only) to ``outputs``.
+    """:func:`ncbook.exercises._harvest.harvest` with the functions exercise ``name`` forbids watched.
 
-    This runs in the submission's own (sandboxed) kernel after its notebook has run; the grader
-    reads the file and judges it in a process of its own. Only the forbidden functions of the
-    exercise ``name`` are looked up here, never its reference. ``function`` is the name the
-    student's function should have (for the message when it is missing).
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> inp, out = os.path.join(folder, "in.npz"), os.path.join(folder, "out.npz")
+    >>> _ = open(inp, "wb").write(pack_cases([{"counts": [5, 5]}]))
+    >>> harvest("etf_cost_ratio", lambda counts: 1.0, inp, out)
+    >>> [float(o.value) for o in unpack_outcomes(open(out, "rb").read())]
+    [1.0]
     """
-    with open(inputs, "rb") as f:
-        cases = unpack_cases(f.read())
-    if student is None:
-        outcomes = [Outcome(error="missing", detail=f"no function named {function or name} was defined.")] * len(cases)
-    else:
-        outcomes = collect(student, cases, _watched(name))
-    data = pack_outcomes(outcomes)
-    with open(outputs, "wb") as f:
-        f.write(data)
+    _harvest_file(name, student, inputs, outputs, function=function, forbid=_watched(name))
+

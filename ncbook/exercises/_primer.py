@@ -123,10 +123,14 @@ def check_nc2_shifted(student) -> CheckResult:
 
 # --------------------------------------------------------------------------- where zero wins (derivation)
 def _gradient_at_zero(num_classes: int, per_class: int) -> float:
-    """Spectral norm of the gradient of the mean cross-entropy at zero logits (balanced classes)."""
-    onehot = np.repeat(np.eye(num_classes), per_class, axis=0)          # (n, C)
-    grad = (1.0 / num_classes - onehot) / onehot.shape[0]               # softmax(0) - y, over n
-    return float(np.linalg.norm(grad, 2))
+    """Spectral norm of the gradient of the mean cross-entropy at zero logits (balanced classes).
+
+    The gradient ``(softmax(0) - y) / n`` is ``(n, C)`` with ``per_class`` equal rows per class, so its singular
+    values are ``sqrt(per_class)`` times those of its ``C`` distinct rows (an ``(C, C)`` matrix).
+    """
+    n = num_classes * per_class
+    distinct = (1.0 / num_classes - np.eye(num_classes)) / n            # one row per class
+    return float(np.sqrt(per_class) * np.linalg.norm(distinct, 2))
 
 
 def _threshold_cases(rng):
@@ -134,6 +138,7 @@ def _threshold_cases(rng):
     yield {"num_classes": 2, "per_class": int(rng.integers(1, 50))}
     yield {"num_classes": 10, "per_class": int(rng.integers(20, 500))}
     yield {"num_classes": int(rng.integers(3, 30)), "per_class": int(rng.integers(1, 200))}
+    yield {"num_classes": int(rng.integers(2, 400)), "per_class": int(rng.integers(1, 10_000_000))}  # ~4 10^9
 
 
 ZERO_THRESHOLD = Exercise("zero_threshold", params=("num_classes", "per_class"), cases=_threshold_cases,

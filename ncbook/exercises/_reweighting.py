@@ -176,6 +176,8 @@ def _cb_cases(rng):
         n_max = int(rng.integers(2, 5001))
         yield {"n_max": n_max, "n_min": int(rng.integers(1, n_max + 1)),
                "zeta": float(rng.choice([rng.uniform(0.0, 0.99), 0.999, 0.9999, 0.99999]))}
+    n_max = int(rng.integers(2, 100_000))                  # and one from a continuum
+    yield {"n_max": n_max, "n_min": int(rng.integers(1, n_max + 1)), "zeta": float(1 - 10 ** rng.uniform(-6, -0.05))}
 
 
 def _cb_reference(n_max, n_min, zeta):

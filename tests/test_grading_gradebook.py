@@ -1,0 +1,170 @@
+"""Grades ready for a gradebook: points, roster matching, merging written points, exports, feedback pages."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from grading import gradebook  # noqa: E402
+from grading.gradebook import Points, Roster  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
+if "assignments_tool" not in sys.modules:
+    tool = importlib.util.module_from_spec(_spec)
+    sys.modules["assignments_tool"] = tool
+    _spec.loader.exec_module(tool)
+tool = sys.modules["assignments_tool"]
+
+QUESTIONS = [tool.Question("ex-a-1", "Exercise 1.1", [tool.Part("alpha", "f", 1, 1)], 2),
+             tool.Question("ex-a-2", "Exercise 1.2", [tool.Part("beta", "g", 1, 1)], None),
+             tool.Question("ex-a-3", "Exercise 1.3", [], 2)]
+
+
+def test_points_come_from_the_build_then_a_file_then_the_command_line(tmp_path):
+    default = Points.of(QUESTIONS)
+    assert default.part("ex-a-1", "f", "hidden") == 1 and default.written("ex-a-3") == 2 and default.precision == 0
+    file = tmp_path / "points.txt"
+    file.write_text("# the term's weights\nprecision = 1\nex-a-1.hidden = 2.5\nex-a-3.written = 4  # longer essay\n")
+    points = Points.of(QUESTIONS, file=file, overrides=["ex-a-2/g.public=0.5", "ex-a-1.written=3"])
+    assert points.precision == 1
+    assert points.part("ex-a-1", "f", "hidden") == Decimal("2.5") and points.part("ex-a-2", "g", "public") == \
+        Decimal("0.5")
+    assert points.written("ex-a-3") == 4 and points.written("ex-a-1") == 3
+    assert gradebook.fmt(points.part("ex-a-1", "f", "public"), 1) == "1.0"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["ex-a-1.hidden=2.5"], "more than 0 decimal"),
+    (["ex-a-9.public=1"], "no public part of a question 'ex-a-9'"),
+    (["ex-a-2.written=1"], "no written part"),
+    (["ex-a-1.hidden=-1"], ">= 0"),
+    (["ex-a-1.hidden=lots"], "not a number"),
+    (["ex-a-1.bonus=1"], "is not <question>"),
+    (["ex-a-1.hidden"], "expected KEY=VALUE"),
+])
+def test_bad_points_are_refused_naming_the_key(overrides, message):
+    with pytest.raises(SystemExit, match=message):
+        Points.of(QUESTIONS, overrides=overrides)
+
+
+def _roster(tmp_path) -> Path:
+    path = tmp_path / "roster.csv"
+    path.write_text("student_id,name,lms_id,email,section\n"
+                    "s001,\"Smith, Carol\",12345,carol@uni.example,A\n"
+                    "s002,Dan Ng,654321,dan@uni.example,B\n"
+                    "s003,Eve Moss,777,eve@uni.example,A\n")
+    return path
+
+
+def test_a_roster_matches_lms_download_names_then_the_student_cell(tmp_path):
+    roster = Roster.load(_roster(tmp_path))
+    assert roster.match("smithcarol_12345_998877_seli.ipynb", None)[0].student_id == "s001"   # Canvas
+    assert roster.match("smithcarol_LATE_12345_998877_seli.ipynb", None)[0].student_id == "s001"
+    assert roster.match("Dan Ng_654321_assignsubmission_file_seli.ipynb", None)[0].student_id == "s002"  # Moodle
+    assert roster.match("anything.ipynb", " EVE@uni.example ")[0].student_id == "s003"
+    assert roster.match("anything.ipynb", "eve   moss")[1] == "STUDENT cell (name)"
+    assert roster.match("anything.ipynb", "s002")[0].name == "Dan Ng"
+    assert roster.match("x_999_y.ipynb", "nobody") == (None, "not in the roster")
+
+
+def test_a_roster_with_repeated_ids_or_no_id_column_is_refused(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("student_id,name,lms_id\ns1,A,1\ns1,B,2\n")
+    with pytest.raises(SystemExit, match="appears twice"):
+        Roster.load(bad)
+    bad.write_text("who,name\nx,A\n")
+    with pytest.raises(SystemExit, match="needs a student_id and a name"):
+        Roster.load(bad)
+
+
+def _results(tmp_path, points: Points) -> Path:
+    """A results folder as grade writes it: two roster students, one stranger, written answers to fill."""
+    out = tmp_path / "results"
+    (out / "answers").mkdir(parents=True)
+    (out / "feedback").mkdir()
+    columns = ["id", "student", "student_id", "lms_id", "submission", "ex-a-1", "ex-a-2", "ex-a-1 written",
+               "ex-a-3 written", "autograded", "written", "total", "possible", "seconds", "error", "review"]
+    rows = [{"id": "c-1", "student": "Smith, Carol", "student_id": "s001", "lms_id": "12345", "submission": "c.ipynb",
+             "ex-a-1": "2", "ex-a-2": "1", "autograded": "3", "total": "3", "possible": "8"},
+            {"id": "d-2", "student": "Dan Ng", "student_id": "s002", "lms_id": "654321", "submission": "d.ipynb",
+             "ex-a-1": "0", "ex-a-2": "2", "autograded": "2", "total": "2", "possible": "8"},
+            {"id": "x-3", "student": "x", "student_id": "", "lms_id": "", "submission": "x.ipynb",
+             "ex-a-1": "1", "ex-a-2": "0", "autograded": "1", "total": "1", "possible": "8"}]
+    gradebook.write_csv(out / "scores.csv", columns, rows)
+    for label in ("ex-a-1", "ex-a-3"):
+        gradebook.write_csv(out / "answers" / f"{label}.csv", ["id", "student", "submission", "question", "answer",
+                                                               "points"],
+                            [{"id": r["id"], "student": r["student"], "submission": r["submission"],
+                              "question": label, "answer": "because ...", "points": ""} for r in rows])
+        for r in rows:
+            record = {"student": r["student"], "submission": r["submission"], "assignment": "a", "precision": 0,
+                      "questions": [{"label": label, "title": label, "parts": [], "auto": None,
+                                     "auto_possible": None, "written": None, "written_possible": "2"}],
+                      "total": r["total"], "possible": "8", "written_done": False, "problems": []}
+            (out / "feedback" / f"{r['id']}.json").write_text(json.dumps(record))
+    info = {"chapter": "a", "columns": columns, "written": ["ex-a-1", "ex-a-3"], "points": points.as_dict(),
+            "auto_possible": "4", "written_possible": "4", "possible": "8"}
+    (out / "grading.json").write_text(json.dumps(info))
+    return out
+
+
+def _fill(path: Path, points: dict[str, str]) -> None:
+    rows = list(csv.DictReader(path.open()))
+    for r in rows:
+        r["points"] = points.get(r["id"], "")
+    gradebook.write_csv(path, list(rows[0]), rows)
+
+
+def test_merged_written_points_reach_total_and_the_canvas_and_moodle_exports(tmp_path):
+    out = _results(tmp_path, Points.of(QUESTIONS))
+    _fill(out / "answers" / "ex-a-1.csv", {"c-1": "2", "d-2": "1", "x-3": "0"})
+    _fill(out / "answers" / "ex-a-3.csv", {"c-1": "1", "d-2": "2"})
+    log = []
+    rows = {r["id"]: r for r in gradebook.merge(out, log=log.append)}
+    assert rows["c-1"]["total"] == "6" and rows["c-1"]["written"] == "3" and rows["c-1"]["ex-a-3 written"] == "1"
+    assert rows["x-3"]["total"] == "1" and rows["x-3"]["ex-a-3 written"] == "" and "1 still blank" in log[0]
+    page = (out / "feedback" / "c-1.html").read_text()
+    assert "6 of 8" in page and "not graded yet" not in page.split("<h2>")[0].split("total")[1]
+    roster = Roster.load(_roster(tmp_path))
+    canvas = list(csv.reader(gradebook.export(out, roster, "canvas", assignment="SELI exercises", log=log.append)
+                             .open(newline="")))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "SELI exercises"]
+    assert canvas[1][0] == "Points Possible" and canvas[1][-1] == "8"
+    assert canvas[2:] == [["Smith, Carol", "12345", "s001", "carol@uni.example", "A", "6"],
+                          ["Dan Ng", "654321", "s002", "dan@uni.example", "B", "5"]]
+    assert any("not in the roster" in line and "x.ipynb" in line for line in log)
+    moodle = list(csv.DictReader(gradebook.export(out, roster, "moodle", assignment="SELI", log=log.append)
+                                 .open(newline="")))
+    assert {"Identifier", "Grade", "Last modified (grade)", "Feedback comments"} <= set(moodle[0])
+    assert [(r["Identifier"], r["Grade"], r["Maximum Grade"]) for r in moodle] == \
+        [("Participant 12345", "6", "8"), ("Participant 654321", "5", "8")]
+
+
+@pytest.mark.parametrize("value, message", [("3", "more than the 2"), ("1.5", "decimal"), ("-1", ">= 0"),
+                                            ("two", "not a number")])
+def test_merge_refuses_points_that_do_not_fit_naming_file_and_line(tmp_path, value, message):
+    out = _results(tmp_path, Points.of(QUESTIONS))
+    _fill(out / "answers" / "ex-a-1.csv", {"d-2": value})
+    with pytest.raises(SystemExit, match=rf"ex-a-1\.csv:3: .*{message}"):
+        gradebook.merge(out, log=lambda *_: None)
+
+
+def test_a_feedback_page_escapes_what_the_student_wrote():
+    record = {"student": "<script>alert(1)</script>", "submission": "a&b.ipynb", "assignment": "seli",
+              "precision": 0, "total": "1", "possible": "2", "written_done": True, "problems": ["cell 3 raised X"],
+              "questions": [{"label": "ex-1", "title": "Exercise 1", "auto": "1", "auto_possible": "2",
+                             "written": None, "written_possible": None,
+                             "parts": [{"function": "f", "public_passed": False, "public": "0", "public_possible": "1",
+                                        "message": "raised ValueError: <b>bold</b>", "hidden_passed": 3,
+                                        "hidden_total": 3, "hidden_note": "", "hidden": "1", "hidden_possible": "1"}]}]}
+    page = gradebook.feedback_html(record)
+    assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;b&gt;bold&lt;/b&gt;" in page
+    assert "3 of 3 passed" in page and "1 of 2" in page and "a&amp;b.ipynb" in page
