@@ -147,4 +147,7 @@ def test_one_parameters_cell(path):
     cells = jupytext.read(path).cells
     tagged = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, f"{path.name} must have exactly one cell tagged 'parameters'; it has {len(tagged)}"
-    assert "profile()" in tagged[0].source, f"{path.name}: the parameters cell must derive sizes from ncbook.profile()"
+    # the sizes follow the profile: read in the cell (ncbook.profile()) or by the chapter's experiment setting
+    # (SETTING = experiments.<chapter>_setting(), which reads ncbook.profiles.PLANS at the active profile)
+    assert "profile()" in tagged[0].source or re.search(r"SETTING\s*=\s*experiments\.\w+_setting\(", tagged[0].source), \
+        f"{path.name}: the parameters cell must derive sizes from ncbook.profile() or an experiments setting"

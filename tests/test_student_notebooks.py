@@ -688,7 +688,8 @@ def test_student_notebooks_hold_no_solution_and_check_every_stub(path):
         if c["cell_type"] == "code" and meta.get("role") == "stub":
             assert "NotImplementedError" in "".join(c["source"])
     for label, roles in by_exercise.items():
-        assert "check" in roles or "stub" not in roles, f"{path.name}: {label} has a stub but no check"
+        # a stub is checked, or it feeds the run the student completes in the same exercise (a variant, graded by hand)
+        assert "check" in roles or "stub" not in roles or "answer" in roles, f"{path.name}: {label} has a stub but no check"
 
 
 # --------------------------------------------------------------------------- ncbook.book
@@ -968,7 +969,13 @@ def test_counts_of_a_small_page(marked):
     assert sn.reader_counts(bad)["bookkeeping"] == [("x", ["profile branch"])]
 
 
+#: chapters whose rewrite has not landed yet: their targets are expected to fail (remove a name as it lands)
+NOT_REWRITTEN = {"nc_primer", "seli"}
+
+
 def _target(stem: str, key: str):
+    if stem not in NOT_REWRITTEN:
+        return stem
     return pytest.param(stem, marks=pytest.mark.xfail(strict=False, reason=f"{key}: waits for {WAITS_FOR}"))
 
 

@@ -42,6 +42,7 @@ import base64
 import concurrent.futures
 import contextlib
 import copy
+import functools
 import hashlib
 import importlib.util
 import io
@@ -94,6 +95,7 @@ _FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|solution-
 
 
 # --------------------------------------------------------------------------- the one generator
+@functools.lru_cache(maxsize=None)
 def _generator():
     spec = importlib.util.spec_from_file_location("student_notebooks", ROOT / "tools" / "student_notebooks.py")
     module = importlib.util.module_from_spec(spec)
@@ -159,7 +161,8 @@ def chapter_solutions(md_path: Path) -> dict[str, Solution]:
     for cell in jupytext.read(md_path).cells:
         tags = cell.metadata.get("tags", [])
         if cell.cell_type == "code":
-            if (inside or "solution" in tags) and not _CHECK_CALL.search(cell.source):
+            if (inside or "solution" in tags) and not _CHECK_CALL.search(cell.source) and \
+                    _generator()._only_glue_calls(cell.source) is None:   # a glue-only cell: numbers for the text
                 name = re.search(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", cell.source, re.M)
                 label = inside or (f"write {name.group(1)}" if name else "solution")  # the generator's label
                 out.setdefault(label, Solution()).code.append(cell.source)

@@ -1337,6 +1337,13 @@ def _reader_cells(md_path: Path, student: bool, root: Path, ctx: Context | None 
                 raise ValueError(f"{doc}: a later cell uses {used}, withheld in the student notebook as an "
                                  f"exercise's answer; it would stop Run-all there: {source[:80]!r}")
         glue_keys = None if install else _only_glue_calls(source)
+        if in_solution and glue_keys is not None:
+            # a solution's numbers for its text: hidden in the Colab notebook, gone with the text in the student one
+            if not student:
+                hidden = {**meta, **copy.deepcopy(HIDDEN),
+                          "ncbook": {"role": "setup", "glue_keys": glue_keys, **({"exercise": label} if label else {})}}
+                cells.append(Cell("code", _hidden_source(source, tags), hidden))
+            continue
         if student and in_solution:
             tags = [t for t in tags if t != "solution"] + ([STUB_TAG] if STUB_TAG not in tags else [])
             role = "stub" if _defines(source) else "answer"
