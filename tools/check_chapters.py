@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""The course-frame checklist: what every chapter of the book must have, checked in its source.
+"""The chapter checklist: the rules of ``CONTRIBUTING.md`` that can be checked, held against every page.
 
-Per chapter (a jupytext page of ``_toc.yml`` that has exercises):
+Per chapter (a jupytext page of ``_toc.yml`` that has exercises), in the order a reader meets them:
 
 ``frame``
     An ``{admonition} In this chapter`` before the first ``##`` section, holding
     ``**You will be able to**`` with 3-4 list items, ``**Prerequisites.**`` with at least one link
-    (``{doc}``, ``{ref}``, ``{prf:ref}`` or a Markdown link) and ``**Run time.**`` naming the
-    ``quick``, ``gpu`` and ``full`` profiles, each number in it glued or given with a source.
+    (``{doc}``, ``{ref}``, ``{prf:ref}`` or a Markdown link), ``**Run time.**`` naming the
+    ``quick``, ``gpu`` and ``full`` profiles, each number in it glued or given with a source, and
+    ``**Study time.** about N h: ...`` (hours; ``N h M min`` or ``N min`` also read).
+``sources box``
+    ``:::{admonition} Where the quotes come from`` with ``:class: sources`` before the first ``##``
+    section: it cites the paper(s) and says what a reader should check in them.
 ``recap`` / ``where next``
     ``## Recap`` with 3-6 list items, then ``## Where next`` linking the next chapter of the TOC
     (the last chapter: any page), both before ``## Exercises``.
@@ -15,36 +19,63 @@ Per chapter (a jupytext page of ``_toc.yml`` that has exercises):
     4-6 exercises; each names its kind with ``:class:`` (one of :data:`KINDS`); at least two
     ``derivation`` or ``prediction`` exercises, at most one ``implement`` (a formula the package
     has); at least half of them checked automatically (a ``check_*`` or ``run_cases`` call).
+``exercises: labels``
+    Each exercise's first line is its label, ``*15 min · medium · derivation*``: minutes, a level of
+    :data:`LEVELS`, a kind of :data:`LABEL_KINDS` that agrees with its ``:class:``.
+``exercises: hints``
+    Every derivation has ``:::{admonition} Hint`` with ``:class: dropdown`` before its solution.
+``exercises: no re-typing``
+    No solution defines a function whose name, ``my_`` stripped, is a public function of the package
+    that the page shows (a listing, a call, its name in the text): exercises ask for derivations,
+    predictions or variants.
 ``answers``
-    No listing (``literalinclude``) of an object an exercise names (its prompt, or its check
-    ``check_<name>``) unless the listing carries ``:class: answer-<label>`` (the student
-    notebooks withhold those).
+    No listing (``literalinclude``, ``listing``) of an object an exercise names (its prompt, or its
+    check ``check_<name>``) unless the listing carries ``:class: answer-<label>`` (the student
+    notebooks withhold those); no cell before the exercises defining what an exercise asks for.
 ``notation``
-    None of the symbols the notation plan retires (:data:`RETIRED`) in the page's mathematics, and
-    the temperature written ``\\tau`` (never ``t``), in prose, mathematics and figure labels.
-``statements``
-    None of the statements flagged in the reproduction review (:data:`FLAGGED`), no reference to
-    the internal spec.
+    None of the symbols the notation plan retires (:data:`RETIRED`: the renames that give every symbol
+    one meaning) in the page's mathematics; the temperature written ``\\tau`` (never ``t``), in prose,
+    mathematics and figure labels; every symbol of the page's mathematics listed on the notation page
+    (:func:`math_symbols` reads them; :func:`notation_symbols` reads the page).
+``glossary terms``
+    Every ``{term}`` the page uses has an entry in the glossary.
+``statements`` / ``working notes``
+    None of the statements flagged in the reproduction review (:data:`FLAGGED`), no reference to the
+    internal spec, and no sentence about what the authors did not have (:data:`WORKING_NOTES`) in the
+    text, the code (claim records' ``source=``) or the chapter's ``ncbook/experiments`` module.
+``headings: numbers``
+    No heading numbered by hand (the book numbers them).
+``predict prompts``
+    Every ``##`` section that reveals a computed result (a cell that shows output, a glued number)
+    has a ``Predict`` or ``Discuss`` admonition (``:class: predict`` / ``discuss``) before a result.
+``figures: what to see``
+    After every cell that draws, a paragraph starting ``**What to see.**`` before the next figure,
+    heading or exercise.
 ``glue order``
     No paragraph quotes a glued number computed only by a later cell (the notebooks would move it).
 ``progress``
     No ``progress=False`` (nor tqdm's ``disable=True``, nor ``NCBOOK_PROGRESS``) left in the code: long
     cells show progress in a notebook; the book build silences them with ``NCBOOK_PROGRESS=0``.
     ``tools/notebook_timing.py`` measures the cells that still run long without a bar.
-``figures: width``
-    No ``figsize`` wider than ``ncbook.plotting.MAX_FIGURE_WIDTH`` (12 in): the page shows a figure
-    up to that width with its smallest text at 9 px or more.
-``notebook: glue cells``
-    No ``glue``/``put`` call in a code cell the Colab notebook shows (the generator moves a computing
-    cell's glue lines to a hidden cell when nothing can change; the rest must be a cell of their own).
 ``notebook text``
     The generated Colab notebook has no text for the HTML page (``this page``, ``in this build``,
     the rocket button) and no path of the checkout.
+``glue cells``
+    No ``glue``/``put`` call in a cell a reader sees that also computes or draws: on the page (a cell
+    that shows its code) and in the Colab notebook (the generator moves a computing cell's glue lines
+    to a hidden cell when nothing can change; the rest must be a cell of their own).
+``figures: width``
+    No ``figsize`` wider than ``ncbook.plotting.MAX_FIGURE_WIDTH`` (12 in): the page shows a figure
+    up to that width with its smallest text at 9 px or more.
 
-The root page (the intro) must have a course map drawn by code (``plotting.course_map``), a link
-to every chapter, the cross-links (the two minority collapses, SCL next to SupCon, SELI as an
-equal-loss geometry that is not an ETF), run times per profile and none of its flagged
-statements. The reproduction page is checked for its flagged statements only.
+The root page (the intro) must have a course map drawn by code (``plotting.course_map``) followed by
+what to see in it, a link to every chapter, the cross-links (the two minority collapses, SCL next to
+SupCon, SELI as an equal-loss geometry that is not an ETF), run times per profile, a one-week plan (a
+table whose header starts with ``Day`` linking every chapter), each chapter's study time as its frame
+states it, and none of its flagged statements or working notes. Every other page of the TOC is
+checked for flagged statements, working notes and numbered headings; the glossary for entries that
+define and link their chapter; the notation page for symbols listed by two chapters but not in its
+shared tables (one meaning per symbol).
 
 Usage::
 
@@ -52,18 +83,20 @@ Usage::
     python3 tools/check_chapters.py seli intro       # some pages
     python3 tools/check_chapters.py --json           # machine-readable results
 
-The frame is described, with a worked example, in the chapter-frame notes handed to the chapter
-authors; the markers of the notebooks in ``tools/student_notebooks.py``.
+``tests/test_check_chapters.py`` makes each rule fail on a small bad page and keeps the book's pages
+passing, with the pages still being rewritten listed there (``NOT_YET``) with the rules they fail.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import jupytext
@@ -163,6 +196,43 @@ RETIRED: dict[str, list[tuple[str, str]]] = {
         (r"\bB_k\b", "t_c^3"),
     ],
 }
+# The label line every exercise starts with, e.g. ``*15 min · medium · derivation*``: its kinds and the
+# ``:class:`` each stands for.
+LEVELS = ("easy", "medium", "hard")
+LABEL_KINDS = {"derivation": "derivation", "predict and run": "prediction", "variant": "variant",
+               "experiment": "experiment", "implement": "implement"}
+_LABEL_LINE = re.compile(r"^\*(?P<minutes>\d+) min · (?P<level>[a-z]+) · (?P<kind>[a-z ]+)\*$")
+SOURCES_TITLE = "Where the quotes come from"     # the sources box: `:::{admonition} <title>` with `:class: sources`
+PROMPT_CLASSES = ("predict", "discuss")          # `:::{admonition} Predict` / `Discuss` with `:class: predict|discuss`
+UNPROMPTED_SECTIONS = ("recap", "where next", "exercises", "references")
+WHAT_TO_SEE = re.compile(r"^\*\*What to see\.\*\*", re.M)
+# a cell that draws: pyplot figures and axes methods, the package's figures, the course map
+_DRAWS = re.compile(r"\bplt\.(?:subplots|figure|subplot|subplot_mosaic|plot|imshow|scatter|bar|hist)\(|"
+                    r"\bplotting\.(?!shown_text_px\b|step_counts\b|MAX_FIGURE_WIDTH\b)\w+\(|"
+                    r"\.(?:plot|scatter|imshow|matshow|bar|barh|hist|pcolormesh|contourf?)\(|\bcourse_map\(")
+# Sentences that tell a reader what the authors did not have (issue 32): the sources box says once, in the
+# reader's terms, what comes from where. Matched case-insensitively with whitespace collapsed, in the page's
+# text, its code (the claim records' ``source=`` strings) and the chapter's experiment module.
+WORKING_NOTES = (
+    r"not known (?:to us|here)",
+    r"(?:theorem|table|figure|section|equation|proposition|lemma|page) numbers? (?:is |are )?(?:not known|unknown)",
+    r"as quoted in a summary",
+    r"\bwe worked from\b",
+    r"\b(?:we )?could not (?:confirm|check|verify|identify|find)\b",
+    r"\bas we have it\b",
+    r"\bwe have (?:it )?from a summary\b",
+    r"\bwithout (?:its|the) (?:table|figure|theorem|section|equation) (?:or \w+ )?number\b",
+    r"\bwe could identify\b",
+    r"\bwe do not restate\b",
+    r"\bnot at hand\b",
+    r"\bwe did not have\b",
+)
+_WORKING_NOTES = [re.compile(p, re.I) for p in WORKING_NOTES]
+# a heading numbered by hand ("## 1. Why", "### 2.3 The", "## IV. ..."): the book numbers its headings itself
+_NUMBERED_HEADING = re.compile(r"^(#{1,6})\s+(?:\d+(?:\.\d+)*[.):]?|[IVX]+[.)])\s")
+_TIME_HOURS = re.compile(r"(?P<value>\d+(?:\.\d+)?)\s*h\b")
+_TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<term>[^`<>]+)>?`")
+
 # the temperature written t: in mathematics ("/t", "t = 1", "temperature $t$") and in code strings
 _TEMP_MATH = re.compile(r"(?<![\\\w])t(?![\w_])\s*(?:=|\\to|\\le|\\ge|>|<)|/\s*t(?![\w_])|\^\{[^}]*/t\}")
 _TEMP_TEXT = re.compile(r"temperature \$?t\$?(?![\w])")
@@ -171,7 +241,6 @@ _LINK = re.compile(r"\{(?:doc|ref|prf:ref|numref|eq)\}`[^`]+`|\[[^\]]+\]\([^)]+\
 _GLUE = re.compile(r"\{glue(?::\w+)?\}`[^`]+`")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
 _CHECK = re.compile(r"\b(check_(\w+)|run_cases)\s*\(")
-_MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _HTML_ONLY = re.compile(r"\b(?:this page|in this build|rocket|the HTML|where no kernel runs)\b", re.I)
 _CHECKOUT = re.compile(r"(?<![\w.:/-])(?:\.\./|benchmarks/|results/|tools/|\.ci/|_toc\.yml)")
 _URL = re.compile(r"\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
@@ -229,6 +298,138 @@ def read_page(path: Path, root: Path = ROOT) -> Page:
 
 def _squash(text: str) -> str:
     return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- the mathematics of a page
+# Directives whose body is code or data, not Markdown: their text holds no mathematics of the page.
+_CODE_DIRECTIVES = ("code-cell", "code-block", "code", "literalinclude", "listing", "glue", "glue:figure",
+                    "glue:any", "bibliography", "raw", "csv-table")
+_BARE_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,}|:{3,})\s*$")
+_OPEN_FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,}|:{3,})(?P<rest>.*)$")
+_OPTION_LINE = re.compile(r"^\s*:[\w-]+:(?:\s|$)")
+_INLINE_CODE = re.compile(r"(`+)(?!\s*$).+?\1", re.S)
+_DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+# inline math may run over a line break (MyST's dollarmath), never over a blank line
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\s)((?:[^$\n\\]|\\.|\n(?![ \t]*\n))+?)(?<![\s\\])\$(?!\$)")
+
+
+def _strip_code(markdown: str) -> str:
+    """``markdown`` without its code: fenced code blocks, code directives, fences, options and inline code.
+
+    A directive with Markdown inside (an admonition, a theorem, an exercise) keeps its body; a ``{math}``
+    directive becomes a ``$$`` block.
+    """
+    out, lines, i = [], markdown.split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        if _BARE_FENCE.match(line) or _OPTION_LINE.match(line):
+            out.append("")
+            i += 1
+            continue
+        m = _OPEN_FENCE.match(line)
+        if m is None:
+            out.append(line)
+            i += 1
+            continue
+        fence, rest = m.group("fence"), m.group("rest").strip()
+        name = re.match(r"^\{([\w:.-]+)\}", rest)
+        j = i + 1
+        while j < len(lines) and not (lines[j].strip().startswith(fence) and set(lines[j].strip()) == {fence[0]}):
+            j += 1
+        if name is not None and name.group(1) == "math":
+            body = [x for x in lines[i + 1:j] if not _OPTION_LINE.match(x)]
+            out.append("$$" + "\n".join(body) + "$$")
+            i = j + 1
+        elif (name is None and fence[0] != ":") or (name is not None and name.group(1) in _CODE_DIRECTIVES):
+            out.append("")
+            i = j + 1
+        else:
+            out.append("")          # a directive holding Markdown: its body stays, its fence goes
+            i += 1
+    return _INLINE_CODE.sub(" ", "\n".join(out))
+
+
+def math_spans(markdown: str) -> list[str]:
+    """The mathematics of Markdown text: the content of every ``$$...$$`` block and ``$...$`` span."""
+    spans: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        spans.append(m.group(1))
+        return " "
+
+    text = _DISPLAY_MATH.sub(keep, _strip_code(markdown))
+    _INLINE_MATH.sub(keep, text)
+    return spans
+
+
+GREEK = frozenset(
+    "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi varpi rho "
+    "varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi "
+    "Psi Omega ell".split())
+_SKIP_ARGUMENT = frozenset("text mathrm operatorname textrm mbox textit textbf texttt label tag begin end mathsf "
+                           "hbox".split())
+_ALPHABETS = frozenset("mathcal mathbb mathscr mathfrak".split())
+_DECORATIONS = frozenset("hat bar tilde widehat widetilde overline vec mathbf boldsymbol bm dot ddot check underline "
+                         "breve mathring mathit".split())
+_COMMAND = re.compile(r"\\([A-Za-z]+|.)")
+
+
+def _argument(s: str, i: int) -> tuple[str, int]:
+    """The TeX argument that starts at ``s[i]`` (spaces skipped): a ``{...}`` group, a command or one character."""
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if i >= len(s):
+        return "", i
+    if s[i] == "{":
+        depth = 0
+        for j in range(i, len(s)):
+            depth += {"{": 1, "}": -1}.get(s[j], 0)
+            if depth == 0:
+                return s[i + 1:j], j + 1
+        return s[i + 1:], len(s)
+    if s[i] == "\\":
+        m = _COMMAND.match(s, i)
+        return m.group(0), m.end()
+    return s[i], i + 1
+
+
+def math_symbols(math: str) -> list[str]:
+    """The symbols of a piece of TeX mathematics, in order: Latin letters, Greek letters (``\\alpha``) and
+    letters of other alphabets (``\\mathcal L``, ``\\mathbb E``).
+
+    Decorations are dropped (``\\hat Z`` is ``Z``, ``\\tilde y_i`` is ``y``); subscripts are labels and
+    indices, not symbols, and are skipped (``\\lambda_W`` is ``\\lambda``, ``w_{\\mathrm{maj}}`` is ``w``);
+    superscripts are read (``e^{g/\\tau}`` holds ``e``, ``g`` and ``\\tau``); text and operator names
+    (``\\mathrm{CE}``, ``\\operatorname{dist}``) are not symbols. Adjacent letters are separate symbols
+    (``WH`` is a product).
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(math):
+        ch = math[i]
+        if ch == "\\":
+            m = _COMMAND.match(math, i)
+            name, i = m.group(1), m.end()
+            if name in _SKIP_ARGUMENT:
+                _, i = _argument(math, i)
+            elif name in _ALPHABETS:
+                arg, i = _argument(math, i)
+                arg = arg.strip().lstrip("\\")
+                if arg:
+                    out.append(f"\\{name} {arg}")
+            elif name in _DECORATIONS:
+                arg, i = _argument(math, i)
+                out += math_symbols(arg)
+            elif name in GREEK:
+                out.append("\\" + name)
+        elif ch == "_":
+            _, i = _argument(math, i + 1)
+        elif ch.isascii() and ch.isalpha():
+            out.append(ch)
+            i += 1
+        else:
+            i += 1
+    return out
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
@@ -297,6 +498,70 @@ def _exercises(page: Page) -> list[dict]:
     return found
 
 
+@dataclass
+class Event:
+    """One step of a page in reading order: a heading, a paragraph block, a top-level directive or a code cell."""
+
+    kind: str                    # "heading" | "text" | "directive" | "code"
+    text: str                    # the heading's title, the text, the directive's body or the cell's source
+    level: int = 0               # a heading's level
+    name: str = ""               # a directive's name
+    arg: str = ""                # a directive's argument
+    options: dict = field(default_factory=dict)
+    tags: tuple = ()             # a code cell's tags
+
+    @property
+    def classes(self) -> list[str]:
+        return self.options.get("class", "").split()
+
+
+def _events(page: Page) -> list[Event]:
+    """The page in reading order (top-level directives only; their bodies stay whole)."""
+    gen = _generator()
+    out: list[Event] = []
+    for cell in page.cells:
+        if cell.cell_type == "code":
+            out.append(Event("code", cell.source, tags=tuple(cell.metadata.get("tags", []))))
+            continue
+        for block in gen._blocks(cell.source.split("\n")):
+            if block[0] == "directive":
+                _, name, arg, options, body, _ = block
+                out.append(Event("directive", "\n".join(body), name=name, arg=arg, options=options))
+                continue
+            para: list[str] = []
+            for line in block[1]:
+                m = re.match(r"^(#{1,6})\s+(.*)$", line)
+                if m:
+                    if para:
+                        out.append(Event("text", "\n".join(para)))
+                        para = []
+                    out.append(Event("heading", m.group(2).strip(), level=len(m.group(1))))
+                else:
+                    para.append(line)
+            if "".join(para).strip():
+                out.append(Event("text", "\n".join(para)))
+    return out
+
+
+def _shows_output(event: Event) -> bool:
+    """Whether a code cell shows a result on the page: it draws, prints or ends in a bare expression (and
+    the book keeps its output)."""
+    if event.kind != "code" or "remove-cell" in event.tags or "remove-output" in event.tags:
+        return False
+    if _DRAWS.search(event.text) or re.search(r"\b(?:print|display)\(", event.text):
+        return True
+    source = "\n".join(line for line in event.text.split("\n") if not line.lstrip().startswith(("%", "!")))
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return True
+    return bool(body) and isinstance(body[-1], ast.Expr) and not source.rstrip().endswith(";")
+
+
+def _draws(event: Event) -> bool:
+    return event.kind == "code" and "remove-cell" not in event.tags and bool(_DRAWS.search(event.text))
+
+
 def _defined(source: str) -> list[str]:
     return re.findall(r"^(?:async\s+)?def\s+(\w+)", source, re.M)
 
@@ -324,7 +589,8 @@ def check_frame(page: Page) -> list[Result]:
     if body is None:
         return [Result(name, "frame: objectives", False, "no `{admonition} In this chapter` before the first ## section"),
                 Result(name, "frame: prerequisites", False, "no frame"),
-                Result(name, "frame: run time", False, "no frame")]
+                Result(name, "frame: run time", False, "no frame"),
+                Result(name, "frame: study time", False, "no frame")]
     out = []
     goals = _labelled(body, "You will be able to")
     items = [line for line in goals.split("\n") if _ITEM.match(line)]
@@ -343,7 +609,23 @@ def check_frame(page: Page) -> list[Result]:
     detail = ("no **Run time.**" if not run else f"profiles not named: {missing}" if missing
               else "a typed number without a source (glue it, or cite where it comes from)" if bare else "")
     out.append(Result(name, "frame: run time", ok, detail))
+    hours = study_hours(body)
+    out.append(Result(name, "frame: study time", hours is not None,
+                      "" if hours is not None else "no **Study time.** line with the hours (`**Study time.** about "
+                      "N h: reading, running, exercises`)"))
     return out
+
+
+def study_hours(frame: str) -> float | None:
+    """The study time a frame's ``**Study time.**`` line states, in hours (``about 3.5 h``, ``about 1 h 30 min``,
+    ``about 90 min``), or None without one."""
+    line = _labelled(frame, "Study time")
+    m = re.search(r"(?P<h>\d+(?:\.\d+)?)\s*h\b(?:\s*(?P<m>\d+)\s*min\b)?|(?P<only>\d+)\s*min\b", line)
+    if not line or m is None:
+        return None
+    if m.group("only"):
+        return int(m.group("only")) / 60
+    return float(m.group("h")) + int(m.group("m") or 0) / 60
 
 
 def check_recap(page: Page) -> list[Result]:
@@ -425,10 +707,7 @@ def check_answers(page: Page) -> list[Result]:
 
 
 def _math_spans(page: Page) -> list[str]:
-    spans = []
-    for source in page.markdown:
-        spans += _MATH.findall(source)
-    return spans
+    return [span for source in page.markdown for span in math_spans(source)]
 
 
 def check_notation(page: Page) -> list[Result]:
@@ -448,6 +727,81 @@ def check_notation(page: Page) -> list[Result]:
     return [Result(name, "notation: retired symbols", not found, "; ".join(found)),
             Result(name, "notation: temperature tau", not temps,
                    f"the temperature written t: {sorted(set(temps))[:5]}" if temps else "")]
+
+
+_DOC_ROLE = re.compile(r"\{doc\}`(?:[^`<]*<)?([^`>]+)>?`")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _table_first_cells(body: str) -> list[str]:
+    """The first cell of every body row of the Markdown tables in ``body`` (header and rule rows skipped)."""
+    cells, header = [], True
+    for line in body.split("\n"):
+        if not line.lstrip().startswith("|"):
+            header = True
+            continue
+        parts = _CELL_SPLIT.split(line.strip())
+        if len(parts) < 3:
+            continue
+        if re.fullmatch(r"\s*:?-{3,}:?\s*", parts[1]):
+            header = False
+            continue
+        if not header:
+            cells.append(parts[1])
+    return cells
+
+
+@lru_cache(maxsize=4)
+def notation_symbols(root: Path) -> tuple[frozenset[str], dict[str, frozenset[str]]] | None:
+    """The symbols the notation page lists: those of its shared tables, and per chapter those of the section
+    that links the chapter (``{doc}``) before its first table. A symbol is read from a table row's first
+    cell with :func:`math_symbols`. None without a notation page."""
+    path = _reference_page(root, "notation")
+    if path is None:
+        return None
+    shared: set[str] = set()
+    per: dict[str, set[str]] = {}
+    for _, body in _sections(path.read_text()):
+        first_table = re.search(r"^\s*\|", body, re.M)
+        m = _DOC_ROLE.search(body[:first_table.start()] if first_table else body)
+        listed = {sym for cell in _table_first_cells(body) for span in math_spans(cell) for sym in math_symbols(span)}
+        if m is None:
+            shared |= listed
+        else:
+            per.setdefault(Path(m.group(1)).name, set()).update(listed)
+    return frozenset(shared), {k: frozenset(v) for k, v in per.items()}
+
+
+def check_symbols(page: Page) -> list[Result]:
+    """Every symbol of the page's mathematics is listed on the notation page, in its shared tables or in the
+    chapter's own section (:func:`math_symbols` reads them: letters outside subscripts, decorations dropped)."""
+    listed = notation_symbols(page.root)
+    if listed is None:
+        return [Result(page.stem, "notation: symbols listed", True, "no notation page")]
+    shared, per = listed
+    used = {sym for span in _math_spans(page) for sym in math_symbols(span)}
+    missing = sorted(used - shared - per.get(page.stem, frozenset()))
+    return [Result(page.stem, "notation: symbols listed", not missing,
+                   f"symbols of the page's mathematics the notation page does not list for it: {missing} (list "
+                   "each with its one meaning in the chapter's section of the notation page, or rename it)"
+                   if missing else "")]
+
+
+def check_notation_page(page: Page) -> list[Result]:
+    """One meaning per symbol: a symbol listed in the sections of two chapters is listed in the shared
+    tables too, where its one meaning is stated."""
+    listed = notation_symbols(page.root)
+    if listed is None:
+        return []
+    shared, per = listed
+    seen: dict[str, list[str]] = {}
+    for stem, symbols in per.items():
+        for sym in symbols:
+            seen.setdefault(sym, []).append(stem)
+    twice = sorted(f"{sym} ({', '.join(sorted(stems))})" for sym, stems in seen.items()
+                   if len(stems) > 1 and sym not in shared)
+    return [Result(page.stem, "notation: one meaning", not twice,
+                   f"symbols listed by two chapters and not in the shared tables: {twice}" if twice else "")]
 
 
 def check_statements(page: Page) -> list[Result]:
@@ -492,17 +846,55 @@ def check_notebook_text(page: Page) -> list[Result]:
                    f"text for the HTML page or the checkout in the notebook: {sorted(set(found))}" if found else "")]
 
 
-def check_notebook_glue(page: Page) -> list[Result]:
-    """No ``glue``/``put`` call in a code cell the Colab notebook shows: the generator moves the glue lines
-    of a computing cell to a hidden cell of their own; those it cannot move (inside a loop that computes,
-    reading a name the rest of the cell changes later, a timer) must go to a cell of their own."""
+def _glue_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id in ("glue", "put"))
+        or (isinstance(node.func, ast.Attribute) and node.func.attr in ("glue", "put")))
+
+
+def mixes_glue(source: str) -> bool:
+    """Whether a cell's code both glues (``glue(...)``/``put(...)``) and computes or draws: a glue call with
+    any statement beside it other than imports and other glue calls, or inside a loop or a block."""
+    lines = [line for line in source.split("\n") if not line.lstrip().startswith(("%", "!"))]
+    try:
+        body = ast.parse("\n".join(lines)).body
+    except SyntaxError:
+        return bool(_GLUE_CALL.search(source)) and len([x for x in lines if x.strip()]) > 1
+    glues = computes = False
+    for node in body:
+        if isinstance(node, ast.Expr) and _glue_call(node.value):
+            glues = True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        else:
+            computes = True
+            glues = glues or any(_glue_call(n) for n in ast.walk(node))
+    return glues and computes
+
+
+def check_glue_cells(page: Page) -> list[Result]:
+    """No ``glue``/``put`` call in a cell a reader sees that also computes or draws.
+
+    On the page: a cell that shows its code (not tagged ``remove-cell``, ``remove-input``, ``hide-input`` or
+    ``hide-cell``) glues in a cell of its own, or not at all. In the Colab notebook: no code cell left visible
+    holds a ``glue``/``put`` call (the generator moves a computing cell's glue lines to a hidden cell when
+    nothing can change; it cannot move those inside a loop that computes, reading a name the rest of the cell
+    changes later, or a timer, and it shows a solution's glue cell)."""
+    hidden_tags = set(_generator().BOOKKEEPING_TAGS)
+    on_page = [e.text.strip().split("\n")[0][:50] for e in _events(page)
+               if e.kind == "code" and not hidden_tags & set(e.tags) and mixes_glue(e.text)]
     gen = _generator()
     nb = gen.colab_notebook(page.path, root=page.root)
-    found = [cell.source.strip().split("\n")[0][:50] for cell in nb.cells
-             if cell.cell_type == "code" and not gen.is_hidden(cell) and _GLUE_CALL.search(cell.source)]
-    return [Result(page.stem, "notebook: glue cells", not found,
-                   "glue/put lines the notebook cannot move out of a computing cell (put them in a cell of "
-                   f"their own, tagged remove-cell), in cells starting {found}" if found else "")]
+    in_notebook = [cell.source.strip().split("\n")[0][:50] for cell in nb.cells
+                   if cell.cell_type == "code" and not gen.is_hidden(cell) and _GLUE_CALL.search(cell.source)]
+    detail = []
+    if on_page:
+        detail.append(f"cells the page shows that glue and compute (glue in a cell of its own, tagged remove-cell; "
+                      f"in a solution remove-input): {on_page}")
+    if in_notebook:
+        detail.append(f"glue/put lines the Colab notebook shows (in a cell of their own, tagged remove-cell): "
+                      f"{in_notebook}")
+    return [Result(page.stem, "glue cells", not detail, "; ".join(detail))]
 
 
 def _max_figure_width(root: Path) -> float:
@@ -524,10 +916,278 @@ def check_figures(page: Page) -> list[Result]:
                    "row, or two rows" if wide else "")]
 
 
+def check_sources(page: Page) -> list[Result]:
+    """The sources box after the frame: an admonition titled :data:`SOURCES_TITLE` with ``:class: sources``,
+    before the first ``##`` section, citing the paper(s) and saying what a reader should check in them."""
+    for event in _events(page):
+        if event.kind == "heading" and event.level == 2:
+            break
+        if event.kind == "directive" and event.name == "admonition" and event.arg.strip().lower() == SOURCES_TITLE.lower():
+            missing = [what for what, ok in (
+                (":class: sources", "sources" in event.classes),
+                ("a citation ({cite}, {cite:t} or a link to the paper)",
+                 "{cite" in event.text or re.search(r"\]\([^)\s]+\)", event.text)),
+                ("what to check in the paper (the word 'check')", re.search(r"\bcheck", event.text, re.I)))
+                if not ok]
+            return [Result(page.stem, "sources box", not missing, f"the sources box lacks {missing}" if missing else "")]
+    return [Result(page.stem, "sources box", False,
+                   f"no `:::{{admonition}} {SOURCES_TITLE}` (`:class: sources`) before the first ## section")]
+
+
+def _exercise_events(page: Page) -> list[tuple[Event, list[Event]]]:
+    """Each exercise directive with the events that follow it up to the next exercise (or the page's end)."""
+    out: list[tuple[Event, list[Event]]] = []
+    for event in _events(page):
+        if event.kind == "directive" and event.name == "exercise":
+            out.append((event, []))
+        elif out:
+            out[-1][1].append(event)
+    return out
+
+
+def exercise_label(event: Event) -> dict | None:
+    """The label line of an exercise (its first line, ``*15 min · medium · derivation*``), parsed, or None."""
+    first = next((line.strip() for line in event.text.split("\n") if line.strip()), "")
+    m = _LABEL_LINE.match(first)
+    return m.groupdict() if m else None
+
+
+def check_exercise_labels(page: Page) -> list[Result]:
+    """Every exercise starts with its label line: minutes, a level of :data:`LEVELS`, a kind of
+    :data:`LABEL_KINDS` that agrees with its ``:class:``."""
+    bad = []
+    for event, _ in _exercise_events(page):
+        label = event.options.get("label", "?")
+        parsed = exercise_label(event)
+        if parsed is None:
+            bad.append(f"{label}: no label line `*N min · easy|medium|hard · kind*` first")
+            continue
+        if int(parsed["minutes"]) <= 0 or parsed["level"] not in LEVELS or parsed["kind"] not in LABEL_KINDS:
+            bad.append(f"{label}: {parsed} (levels {LEVELS}, kinds {tuple(LABEL_KINDS)})")
+            continue
+        kinds = [c for c in event.classes if c in KINDS]
+        if kinds and kinds[0] != LABEL_KINDS[parsed["kind"]]:
+            bad.append(f"{label}: labelled '{parsed['kind']}' but `:class: {kinds[0]}`")
+    return [Result(page.stem, "exercises: labels", not bad, "; ".join(bad))]
+
+
+def _is_derivation(event: Event) -> bool:
+    parsed = exercise_label(event)
+    return "derivation" in event.classes or (parsed is not None and parsed["kind"] == "derivation")
+
+
+def check_hints(page: Page) -> list[Result]:
+    """Every derivation has a hint: an admonition titled ``Hint`` with ``:class: dropdown`` after the exercise
+    and before its solution."""
+    missing = []
+    for event, after in _exercise_events(page):
+        if not _is_derivation(event):
+            continue
+        hinted = False
+        for nxt in after:
+            if nxt.kind == "directive" and nxt.name in ("solution-start", "solution"):
+                break
+            if nxt.kind == "directive" and nxt.name == "admonition" and nxt.arg.strip().lower().startswith("hint") \
+                    and "dropdown" in nxt.classes:
+                hinted = True
+                break
+        if not hinted:
+            missing.append(event.options.get("label", "?"))
+    return [Result(page.stem, "exercises: hints", not missing,
+                   f"derivations without a hint (`:::{{admonition}} Hint` with `:class: dropdown` before the "
+                   f"solution): {missing}" if missing else "")]
+
+
+def check_prompts(page: Page) -> list[Result]:
+    """Every ``##`` section that reveals a computed result (a cell that shows output, a glued number) asks
+    first: a ``Predict`` or ``Discuss`` admonition (``:class: predict|discuss``) before at least one of its
+    results. Recap, Where next, Exercises and References reveal nothing new."""
+    sections: list[dict] = []
+    for event in _events(page):
+        if event.kind == "heading" and event.level == 2:
+            if event.text.lower() == "exercises":
+                break
+            sections.append({"title": event.text, "prompt": False, "reveals": False, "after": False})
+            continue
+        if not sections or sections[-1]["title"].lower() in UNPROMPTED_SECTIONS:
+            continue
+        here = sections[-1]
+        if event.kind == "directive" and event.name == "admonition" and set(event.classes) & set(PROMPT_CLASSES):
+            here["prompt"] = True
+        reveals = _shows_output(event) or (event.kind == "text" and "{glue" in event.text)
+        if reveals:
+            here["reveals"] = True
+            here["after"] = here["after"] or here["prompt"]
+    silent = [s["title"] for s in sections if s["reveals"] and not s["after"]]
+    return [Result(page.stem, "predict prompts", not silent,
+                   f"sections that reveal a result without a Predict/Discuss prompt before it: {silent}"
+                   if silent else "")]
+
+
+def check_what_to_see(page: Page) -> list[Result]:
+    """After every cell that draws a figure, a paragraph starting ``**What to see.**`` before the next figure,
+    heading or exercise."""
+    missing, pending = [], None
+    for event in _events(page):
+        closes = (event.kind == "heading" or _draws(event)
+                  or (event.kind == "directive" and event.name in ("exercise", "solution-start", "solution-end")))
+        if closes and pending is not None:
+            missing.append(pending)
+            pending = None
+        if _draws(event):
+            pending = event.text.strip().split("\n")[0][:50]
+        elif event.kind == "text" and WHAT_TO_SEE.search(event.text):
+            pending = None
+    if pending is not None:
+        missing.append(pending)
+    return [Result(page.stem, "figures: what to see", not missing,
+                   f"figures without a `**What to see.**` paragraph after them, in cells starting {missing}"
+                   if missing else "")]
+
+
+def _experiment_module(page: Page) -> Path | None:
+    for root in (page.root, ROOT):
+        path = root / "ncbook" / "experiments" / f"_{page.stem}.py"
+        if path.exists():
+            return path
+    return None
+
+
+def check_working_notes(page: Page) -> list[Result]:
+    """No sentence that tells a reader what the authors did not have (:data:`WORKING_NOTES`): in the page's
+    text, its code (``source=`` strings of claim records) and the chapter's experiment module."""
+    places = {"the page": _squash("\n".join(page.markdown + page.code))}
+    module = _experiment_module(page)
+    if module is not None:
+        places[f"ncbook/experiments/{module.name}"] = _squash(module.read_text())
+    found = []
+    for where, text in places.items():
+        for pattern in _WORKING_NOTES:
+            for m in pattern.finditer(text):
+                found.append(f"{where}: ...{text[max(0, m.start() - 40):m.end() + 20]}...")
+    return [Result(page.stem, "working notes", not found,
+                   "sentences about what the authors did not have (say it once, in the sources box, in the "
+                   f"reader's terms): {found[:4]}" if found else "")]
+
+
+def check_headings(page: Page) -> list[Result]:
+    """No heading numbered by hand: the book numbers chapters and sections itself (``5.1. 1. Why`` otherwise)."""
+    numbered = [line.strip() for line in _strip_code("\n\n".join(page.markdown)).split("\n")
+                if _NUMBERED_HEADING.match(line)]
+    return [Result(page.stem, "headings: numbers", not numbered,
+                   f"headings numbered by hand: {numbered}" if numbered else "")]
+
+
+@lru_cache(maxsize=4)
+def public_functions(root: Path) -> frozenset[str]:
+    """The names in the ``__all__`` lists of the package (``ncbook.exercises`` left out), read with ``ast``."""
+    names: set[str] = set()
+    package = root / "ncbook" if (root / "ncbook").is_dir() else ROOT / "ncbook"
+    for path in package.rglob("*.py"):
+        if "exercises" in path.relative_to(package).parts:
+            continue
+        try:
+            tree = ast.parse(path.read_text())
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) \
+                    and isinstance(node.value, (ast.List, ast.Tuple)):
+                names.update(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return frozenset(names)
+
+
+def check_retyping(page: Page) -> list[Result]:
+    """No exercise asks to re-type code the page shows: a solution that defines a function whose name,
+    ``my_`` stripped, is a public function of the package that the page shows (a listing, a call, its name
+    in the text) is copying, not thinking. Ask for a derivation, a prediction or a variant instead."""
+    public = public_functions(page.root)
+    events = _events(page)
+    retyped = []
+    for event, after in _exercise_events(page):
+        own = [e.text for e in after if e.kind == "code"]
+        elsewhere = "\n".join(" ".join([e.text, e.arg, *map(str, e.options.values())]) for e in events
+                              if e.kind != "code" or e.text not in own)
+        for source in own:
+            for name in _defined(source):
+                bare = re.sub(r"^my_", "", name)
+                if bare in public and re.search(rf"(?<![\w.]){re.escape(bare)}\b|\.{re.escape(bare)}\b", elsewhere):
+                    retyped.append(f"{event.options.get('label', '?')}: {name} re-types ncbook's {bare}")
+    return [Result(page.stem, "exercises: no re-typing", not retyped, "; ".join(retyped))]
+
+
+def check_terms(page: Page) -> list[Result]:
+    """Every ``{term}`` the page uses is defined in the glossary."""
+    used = sorted({m.group("term").strip() for m in _TERM.finditer(page.text)})
+    if not used:
+        return [Result(page.stem, "glossary terms", True)]
+    terms = {t.lower() for t in glossary_terms(page.root)}
+    unknown = [t for t in used if t.lower() not in terms]
+    return [Result(page.stem, "glossary terms", not unknown,
+                   f"{{term}} roles with no glossary entry: {unknown}" if unknown else "")]
+
+
+def _reference_page(root: Path, stem: str) -> Path | None:
+    for path, _ in _generator()._toc_entries(root):
+        if path.stem == stem and path.exists():
+            return path
+    return None
+
+
+def glossary_entries(root: Path) -> dict[str, str]:
+    """The glossary page's entries (term -> definition), read from its ``{glossary}`` directive."""
+    path = _reference_page(root, "glossary")
+    if path is None:
+        return {}
+    entries: dict[str, str] = {}
+    for name, _, body in _directive_bodies(path.read_text()):
+        if name != "glossary":
+            continue
+        terms: list[str] = []
+        for line in body:
+            if line.strip() and not line.startswith((" ", "\t")):
+                if terms and entries.get(terms[-1]):
+                    terms = []
+                terms.append(line.strip())
+                entries.setdefault(terms[-1], "")
+            elif terms:
+                for t in terms:
+                    entries[t] = (entries[t] + " " + line.strip()).strip()
+    return entries
+
+
+def glossary_terms(root: Path) -> list[str]:
+    return list(glossary_entries(root))
+
+
+def _directive_bodies(text: str):
+    """(name, arg, body lines with options removed) of every directive in ``text``, nested ones included."""
+    for block in _generator()._blocks(text.split("\n")):
+        if block[0] == "directive":
+            _, name, arg, options, body, _ = block
+            yield name, arg, body
+            yield from _directive_bodies("\n".join(body))
+
+
+def check_glossary(page: Page) -> list[Result]:
+    """The glossary page: every entry says in a sentence what the term is and links the chapter that
+    defines it (``{doc}``)."""
+    entries = glossary_entries(page.root)
+    if not entries:
+        return [Result(page.stem, "glossary entries", False, "no {glossary} directive with entries")]
+    unlinked = [t for t, d in entries.items() if not re.search(r"\{doc\}`", d)]
+    short = [t for t, d in entries.items() if len(_squash(re.sub(r"\{\w+(?::\w+)?\}`[^`]*`", "x", d))) < 30]
+    return [Result(page.stem, "glossary entries", not unlinked and not short,
+                   "; ".join(([f"entries without a {{doc}} link to the chapter that defines them: {unlinked}"]
+                              if unlinked else []) + ([f"entries without a definition: {short}"] if short else [])))]
+
+
 def check_chapter(page: Page) -> list[Result]:
     out = []
-    for check in (check_frame, check_recap, check_exercises, check_answers, check_notation, check_statements,
-                  check_glue_order, check_progress, check_notebook_text, check_notebook_glue, check_figures):
+    for check in (check_frame, check_sources, check_recap, check_exercises, check_exercise_labels, check_hints,
+                  check_retyping, check_answers, check_notation, check_symbols, check_terms, check_statements,
+                  check_working_notes, check_headings, check_prompts, check_what_to_see, check_glue_order,
+                  check_progress, check_notebook_text, check_glue_cells, check_figures):
         out += check(page)
     return out
 
@@ -554,9 +1214,42 @@ def check_intro(page: Page) -> list[Result]:
                   if not all(cross.values()) else ""),
            Result(name, "run times per profile", bool(runs) and not missing,
                   "no section on running it" if not runs else f"profiles not named: {missing}" if missing else "")]
-    out += check_statements(page)
+    out += check_study_plan(page, chapters)
+    out += check_statements(page) + check_working_notes(page) + check_headings(page) + check_what_to_see(page)
     if page.code:
         out += check_notebook_text(page)
+    return out
+
+
+def _frame_of(path: Path, root: Path) -> str | None:
+    return _frame(read_page(path, root))
+
+
+def check_study_plan(page: Page, chapters: list[str]) -> list[Result]:
+    """The root page plans the reader's week: a table whose header starts with ``Day`` and that links every
+    chapter, and, for every chapter whose frame states its study time, the same hours in the row (of any
+    table) that links the chapter and gives hours (``3.5 h``)."""
+    text = page.text
+    tables = re.findall(r"(?:^\|.*\n?)+", text, re.M)
+    plan = next((t for t in tables if re.match(r"^\|\s*day\b", t, re.I)), None)
+    unplanned = [c for c in chapters if plan is None or c not in {Path(x).name for x in _DOC_ROLE.findall(plan)}]
+    out = [Result(page.stem, "one-week plan", plan is not None and not unplanned,
+                  "no table whose header starts with `Day`" if plan is None
+                  else f"the plan does not link {unplanned}" if unplanned else "")]
+    wrong = []
+    for stem in chapters:
+        path = page.root / "book" / f"{stem}.md"
+        frame = _frame_of(path, page.root) if path.exists() else None
+        hours = study_hours(frame) if frame else None
+        if hours is None:
+            continue
+        rows = [line for line in text.split("\n") if line.lstrip().startswith("|")
+                and stem in {Path(x).name for x in _DOC_ROLE.findall(line)} and _TIME_HOURS.search(line)]
+        stated = [float(m.group("value")) for row in rows for m in _TIME_HOURS.finditer(row)]
+        if not any(abs(h - hours) <= 0.01 * max(hours, 1.0) for h in stated):
+            wrong.append(f"{stem}: its frame says {hours:g} h, the intro {stated or 'nothing'}")
+    out.append(Result(page.stem, "study times", not wrong,
+                      "study times that differ from the chapters' frames: " + "; ".join(wrong) if wrong else ""))
     return out
 
 
@@ -569,21 +1262,19 @@ def check_page(path: Path, root: Path = ROOT) -> list[Result]:
         return check_intro(page)
     if re.search(r"^(`{3,}|:{3,})\{exercise\}", path.read_text(), re.M):
         return check_chapter(page)
-    return check_statements(page)
+    out = check_statements(page) + check_working_notes(page) + check_headings(page)
+    if path.stem == "glossary":
+        out += check_glossary(page)
+    if path.stem == "notation":
+        out += check_notation_page(page)
+    if page.code:
+        out += check_what_to_see(page) + check_glue_cells(page)
+    return out
 
 
 def pages(root: Path = ROOT) -> list[Path]:
-    """The pages the checklist reads: the root page, the chapters with exercises, the reproduction page."""
-    gen = _generator()
-    out = []
-    for path, _ in gen._toc_entries(root):
-        if not path.exists():
-            continue
-        text = path.read_text()
-        if path == root / f"{gen._toc(root)['root']}.md" or re.search(r"^(`{3,}|:{3,})\{exercise\}", text, re.M) \
-                or path.stem in FLAGGED:
-            out.append(path)
-    return out
+    """The pages the checklist reads: every page of the TOC (the root page, the chapters, the reference pages)."""
+    return [path for path, _ in _generator()._toc_entries(root) if path.exists()]
 
 
 def main(argv: list[str] | None = None) -> int:
