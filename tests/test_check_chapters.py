@@ -28,7 +28,9 @@ NOT_YET: dict[str, dict[str, str]] = {
         "exercises: labels": _REWRITE,
         "exercises: hints": _REWRITE + " (ex-primer-2, ex-primer-4)",
         "exercises: no re-typing": _REWRITE + " (ex-primer-1 re-types nc1)",
-        "notation: retired symbols": "the renames b -> z_0, v -> w_0, A/B -> G/G', r_flip -> pi_flip",
+        "notation: retired symbols": "renames: b -> z_0, v (shift) -> w_0, e_c -> rows of I_C, A/B -> G/G', "
+                                     "r_flip -> pi_flip, K in words",
+        "notation: symbols listed": "the same renames (A, B, K, r)",
         "predict prompts": _REWRITE,
         "figures: what to see": _REWRITE,
         "glue cells": _REWRITE,
@@ -39,17 +41,19 @@ NOT_YET: dict[str, dict[str, str]] = {
         "exercises: labels": _REWRITE,
         "exercises: hints": _REWRITE + " (ex-seli-1, -2, -3)",
         "exercises: no re-typing": _REWRITE + " (ex-seli-4 re-types log_mean_ce)",
-        "notation: retired symbols": "the renames u, g -> v_in, v_grp; e_{y_i} -> rows of I_C; ETF scale a",
+        "notation: retired symbols": "renames: u, g -> v_in, v_grp; e_{y_i} -> row y_i of I_C; a -> varsigma",
+        "notation: symbols listed": "the same renames (a, g, u)",
         "predict prompts": _REWRITE,
         "figures: what to see": _REWRITE,
         "glue cells": _REWRITE,
     },
     "inverse_reweighting": {
-        "notation: retired symbols": "the renames s -> bar beta (ex-reweighting-2), ell_1 in words",
+        "notation: retired symbols": "renames: s -> bar beta (ex-reweighting-2), ell_1 -> the 1-norm",
         "glue cells": "the generator shows a solution's glue-only cell (remove-input) uncollapsed in Colab",
     },
     "mr2_margins": {
-        "notation: retired symbols": "the renames S -> C bar t (ex-mr2-1), X (ex-mr2-3)",
+        "notation: retired symbols": "renames: S -> C bar t (ex-mr2-1), X -> hat mu_c (ex-mr2-3)",
+        "notation: symbols listed": "the same renames (S, X)",
     },
 }
 

@@ -159,7 +159,20 @@ RETIRED: dict[str, list[tuple[str, str]]] = {
         (r"\\sigma\(", "\\operatorname{sigmoid}( (\\sigma is a spread)"),
         (r"\bk_\{(?:maj|min)\}", "C_{\\mathrm{maj}}, C_{\\mathrm{min}}"),
     ],
+    "nc_primer": [
+        (r"\\lambda_b\b|\bb\^\\star|\bb \\in \\mathbb R|Wh_i \+ b\b", "z_0, \\lambda_0 for the logit bias (b is the batch size)"),
+        (r"w_c \+ v\b|m_c \+ v\b|\\\|v\\\||v \\perp|\\langle v, h_i\\rangle|1v\^\\top",
+         "w_0 for the shift of the classifier rows (v is a unit eigenvector)"),
+        (r"\be_1, \\dots, e_C\b", "the rows of I_C (e is Euler's number)"),
+        (r"\\\|A - B\\\||\\langle A, B\\rangle", "G, G' (A is the contrastive Gram matrix, B_c a batch count)"),
+        (r"r_\{\\mathrm\{flip\}\}", "\\pi_{\\mathrm{flip}} (r^2 is a fit)"),
+        (r"^K$", "the paper's letter in words (K(\\delta) is the cosine target of weighted contrastive)"),
+    ],
     "seli": [
+        (r"\bu = \(|\bg = \(|uu\^\\top|gg\^\\top|PDP[ug]\b|\bD[ug] = ",
+         "v_in, v_grp for the eigenvectors of PDP (u_c is a class weight, g_j a score gap)"),
+        (r"\be_\{y_i\}", "row y_i of I_C (e is Euler's number)"),
+        (r"\baP\b|\ba > 0|\ba\(C-1\)|/a\b|\ba = \\sqrt", "\\varsigma for the ETF scale (a_i: weighted contrastive)"),
         (r"H\^\\top H", "code orientation: HH^\\top \\propto U\\Lambda U^\\top"),
         (r"\\sqrt\\mu|\\mu = \(", "\\chi for the eigenvalue (R C_min + C_maj)/C"),
         (r"h_\{(?:maj|min)\}", "\\mu_{\\mathrm{maj}}, \\mu_{\\mathrm{min}}"),
@@ -187,6 +200,8 @@ RETIRED: dict[str, list[tuple[str, str]]] = {
         (r"\bh_c\b", "\\mu_c"),
         (r"c \\in P\b", "c \\in \\mathcal C_{\\mathcal B}"),
         (r"\\gamma", "\\kappa (the macro exponent)"),
+        (r"^s$", "\\bar\\beta for a factor common to every batch (s is a similarity)"),
+        (r"\\ell_1", "the 1-norm in words or \\lVert\\cdot\\rVert_1 (\\ell is a per-sample loss)"),
     ],
     "mr2_margins": [
         (r"\bK\b", "C"),
@@ -194,6 +209,8 @@ RETIRED: dict[str, list[tuple[str, str]]] = {
         (r"\bs_k\b|\\bar s\b", "\\sigma_c^2, \\bar\\sigma^2"),
         (r"\\bar c\b", "\\bar\\gamma"),
         (r"\bB_k\b", "t_c^3"),
+        (r"\bS = \\sum|/S\b|\bS\^[23]", "C\\bar t, with \\bar t the mean of the t_c (S is the similarity matrix)"),
+        (r"\\lVert X\\rVert|\\mathbb E X\b|\}X\b", "the identity written for \\hat\\mu_c (X is the primer's matrix)"),
     ],
 }
 # The label line every exercise starts with, e.g. ``*15 min · medium · derivation*``: its kinds and the
