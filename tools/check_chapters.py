@@ -72,7 +72,8 @@ The root page (the intro) must have a course map drawn by code (``plotting.cours
 what to see in it, a link to every chapter, the cross-links (the two minority collapses, SCL next to
 SupCon, SELI as an equal-loss geometry that is not an ETF), run times per profile, a one-week plan (a
 table whose header starts with ``Day`` linking every chapter), each chapter's study time as its frame
-states it, and none of its flagged statements or working notes. Every other page of the TOC is
+states it, only symbols of the notation page's shared tables, glossary terms that exist, and none of
+its flagged statements or working notes. Every other page of the TOC is
 checked for flagged statements, working notes and numbered headings; the glossary for entries that
 define and link their chapter; the notation page for symbols listed by two chapters but not in its
 shared tables (one meaning per symbol).
@@ -293,6 +294,7 @@ class Page:
     markdown: list[str]          # the Markdown cells, in order
     code: list[str]              # the code cells, in order
     cells: list                  # jupytext cells
+    _cache: dict = field(default_factory=dict, repr=False)   # what several checks derive from the page
 
     @property
     def stem(self) -> str:
@@ -534,6 +536,12 @@ class Event:
 
 def _events(page: Page) -> list[Event]:
     """The page in reading order (top-level directives only; their bodies stay whole)."""
+    if "events" not in page._cache:
+        page._cache["events"] = _read_events(page)
+    return page._cache["events"]
+
+
+def _read_events(page: Page) -> list[Event]:
     gen = _generator()
     out: list[Event] = []
     for cell in page.cells:
@@ -558,6 +566,13 @@ def _events(page: Page) -> list[Event]:
             if "".join(para).strip():
                 out.append(Event("text", "\n".join(para)))
     return out
+
+
+def _colab(page: Page):
+    """The page's Colab notebook, generated once per page."""
+    if "colab" not in page._cache:
+        page._cache["colab"] = _generator().colab_notebook(page.path, root=page.root)
+    return page._cache["colab"]
 
 
 def _shows_output(event: Event) -> bool:
@@ -847,7 +862,7 @@ def check_progress(page: Page) -> list[Result]:
 
 
 def check_notebook_text(page: Page) -> list[Result]:
-    nb = _generator().colab_notebook(page.path, root=page.root)
+    nb = _colab(page)
     found = []
     for cell in nb.cells:
         meta = cell.metadata.get("ncbook", {})
@@ -901,7 +916,7 @@ def check_glue_cells(page: Page) -> list[Result]:
     on_page = [e.text.strip().split("\n")[0][:50] for e in _events(page)
                if e.kind == "code" and not hidden_tags & set(e.tags) and mixes_glue(e.text)]
     gen = _generator()
-    nb = gen.colab_notebook(page.path, root=page.root)
+    nb = _colab(page)
     in_notebook = [cell.source.strip().split("\n")[0][:50] for cell in nb.cells
                    if cell.cell_type == "code" and not gen.is_hidden(cell) and _GLUE_CALL.search(cell.source)]
     detail = []
@@ -1233,6 +1248,7 @@ def check_intro(page: Page) -> list[Result]:
                   "no section on running it" if not runs else f"profiles not named: {missing}" if missing else "")]
     out += check_study_plan(page, chapters)
     out += check_statements(page) + check_working_notes(page) + check_headings(page) + check_what_to_see(page)
+    out += check_symbols(page) + check_terms(page)
     if page.code:
         out += check_notebook_text(page)
     return out
