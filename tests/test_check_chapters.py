@@ -49,7 +49,6 @@ NOT_YET: dict[str, dict[str, str]] = {
     },
     "inverse_reweighting": {
         "notation: retired symbols": "renames: s -> bar beta (ex-reweighting-2), ell_1 -> the 1-norm",
-        "glue cells": "the generator shows a solution's glue-only cell (remove-input) uncollapsed in Colab",
     },
     "mr2_margins": {
         "notation: retired symbols": "renames: S -> C bar t (ex-mr2-1), X -> hat mu_c (ex-mr2-3)",

@@ -1301,7 +1301,7 @@ def check_page(path: Path, root: Path = ROOT) -> list[Result]:
     if path.stem == "notation":
         out += check_notation_page(page)
     if page.code:
-        out += check_what_to_see(page) + check_glue_cells(page)
+        out += check_what_to_see(page) + check_glue_cells(page) + check_notebook_text(page)
     return out
 
 
