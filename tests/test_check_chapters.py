@@ -437,6 +437,16 @@ def test_a_derivation_labelled_by_its_line_alone_needs_a_hint(tmp_path):
     assert not results["exercises: labels"].ok       # and the label disagrees with :class: variant
 
 
+def test_a_heading_that_starts_with_a_number_of_its_text_is_not_numbered(tmp_path):
+    chapter = GOOD.replace("## Recap", "## 3 classes by hand\n\nOnly words.\n\n## Recap")
+    assert _results(_repo(tmp_path, chapter))["headings: numbers"].ok
+
+
+def test_a_solver_that_could_not_find_a_point_is_not_a_working_note(tmp_path):
+    chapter = GOOD.replace("A value:", "The solver could not find a feasible point. A value:")
+    assert _results(_repo(tmp_path, chapter))["working notes"].ok
+
+
 def test_a_section_without_results_needs_no_prompt(tmp_path):
     chapter = GOOD.replace("## Recap", "## Background\n\nOnly words and $\\tau$.\n\n## Recap")
     assert _results(_repo(tmp_path, chapter))["predict prompts"].ok

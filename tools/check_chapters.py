@@ -236,7 +236,7 @@ WORKING_NOTES = (
     r"(?:theorem|table|figure|section|equation|proposition|lemma|page) numbers? (?:is |are )?(?:not known|unknown)",
     r"as quoted in a summary",
     r"\bwe worked from\b",
-    r"\b(?:we )?could not (?:confirm|check|verify|identify|find)\b",
+    r"\bwe could not (?:confirm|check|verify|identify|find)\b",
     r"\bas we have it\b",
     r"\bwe have (?:it )?from a summary\b",
     r"\bwithout (?:its|the) (?:table|figure|theorem|section|equation) (?:or \w+ )?number\b",
@@ -247,7 +247,7 @@ WORKING_NOTES = (
 )
 _WORKING_NOTES = [re.compile(p, re.I) for p in WORKING_NOTES]
 # a heading numbered by hand ("## 1. Why", "### 2.3 The", "## IV. ..."): the book numbers its headings itself
-_NUMBERED_HEADING = re.compile(r"^(#{1,6})\s+(?:\d+(?:\.\d+)*[.):]?|[IVX]+[.)])\s")
+_NUMBERED_HEADING = re.compile(r"^(#{1,6})\s+(?:\d+[.):]|\d+(?:\.\d+)+[.):]?|[IVX]+[.)])\s")
 _TIME_HOURS = re.compile(r"(?P<value>\d+(?:\.\d+)?)\s*h\b")
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<term>[^`<>]+)>?`")
 
