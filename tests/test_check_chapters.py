@@ -325,7 +325,8 @@ _SOURCES_START = ":::{admonition} Where the quotes come from"
 DEFECTS = [
     ("frame: objectives", lambda t: t.replace("3. check the prediction on a network.\n", "")),
     ("frame: objectives", lambda t: t.replace("3. check", "3. a\n4. b\n5. check")),
-    ("frame: objectives", lambda t: t.replace("````{admonition} In this chapter", "## Early\n\n````{admonition} In this chapter"),
+    ("frame: objectives", lambda t: t.replace("````{admonition} In this chapter",
+                                              "## Early\n\n````{admonition} In this chapter"),
      ("sources box",)),                        # the sources box then follows a ## section too
     ("frame: prerequisites", lambda t: t.replace("The SVD ({doc}`b`) and [cross-entropy](https://example.org/ce).", "The SVD.")),
     ("frame: run time", lambda t: t.replace("gpu and full", "full").replace("quick, gpu and full", "quick and full")),

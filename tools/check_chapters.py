@@ -161,7 +161,8 @@ RETIRED: dict[str, list[tuple[str, str]]] = {
         (r"\bk_\{(?:maj|min)\}", "C_{\\mathrm{maj}}, C_{\\mathrm{min}}"),
     ],
     "nc_primer": [
-        (r"\\lambda_b\b|\bb\^\\star|\bb \\in \\mathbb R|Wh_i \+ b\b", "z_0, \\lambda_0 for the logit bias (b is the batch size)"),
+        (r"\\lambda_b\b|\bb\^\\star|\bb \\in \\mathbb R|Wh_i \+ b\b",
+         "z_0, \\lambda_0 for the logit bias (b is the batch size)"),
         (r"w_c \+ v\b|m_c \+ v\b|\\\|v\\\||v \\perp|\\langle v, h_i\\rangle|1v\^\\top",
          "w_0 for the shift of the classifier rows (v is a unit eigenvector)"),
         (r"\be_1, \\dots, e_C\b", "the rows of I_C (e is Euler's number)"),
@@ -954,14 +955,16 @@ def check_sources(page: Page) -> list[Result]:
     for event in _events(page):
         if event.kind == "heading" and event.level == 2:
             break
-        if event.kind == "directive" and event.name == "admonition" and event.arg.strip().lower() == SOURCES_TITLE.lower():
+        if event.kind == "directive" and event.name == "admonition" \
+                and event.arg.strip().lower() == SOURCES_TITLE.lower():
             missing = [what for what, ok in (
                 (":class: sources", "sources" in event.classes),
                 ("a citation ({cite}, {cite:t} or a link to the paper)",
                  "{cite" in event.text or re.search(r"\]\([^)\s]+\)", event.text)),
                 ("what to check in the paper (the word 'check')", re.search(r"\bcheck", event.text, re.I)))
                 if not ok]
-            return [Result(page.stem, "sources box", not missing, f"the sources box lacks {missing}" if missing else "")]
+            return [Result(page.stem, "sources box", not missing,
+                           f"the sources box lacks {missing}" if missing else "")]
     return [Result(page.stem, "sources box", False,
                    f"no `:::{{admonition}} {SOURCES_TITLE}` (`:class: sources`) before the first ## section")]
 
@@ -1123,9 +1126,11 @@ def public_functions(root: Path) -> frozenset[str]:
         except SyntaxError:
             continue
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) \
-                    and isinstance(node.value, (ast.List, ast.Tuple)):
-                names.update(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+            exported = isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) \
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            if exported:
+                names.update(e.value for e in node.value.elts
+                             if isinstance(e, ast.Constant) and isinstance(e.value, str))
     return frozenset(names)
 
 
