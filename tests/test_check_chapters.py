@@ -47,13 +47,6 @@ NOT_YET: dict[str, dict[str, str]] = {
         "figures: what to see": _REWRITE,
         "glue cells": _REWRITE,
     },
-    "inverse_reweighting": {
-        "notation: retired symbols": "renames: s -> bar beta (ex-reweighting-2), ell_1 -> the 1-norm",
-    },
-    "mr2_margins": {
-        "notation: retired symbols": "renames: S -> C bar t (ex-mr2-1), X -> hat mu_c (ex-mr2-3)",
-        "notation: symbols listed": "the same renames (S, X)",
-    },
 }
 
 HEADER = """\
