@@ -117,10 +117,14 @@ def _results(tmp_path, points: Points) -> Path:
 
 
 def _fill(path: Path, points: dict[str, str]) -> None:
+    """The instructor fills the points column (a spreadsheet's CSV: the values as typed)."""
     rows = list(csv.DictReader(path.open()))
     for r in rows:
         r["points"] = points.get(r["id"], "")
-    gradebook.write_csv(path, list(rows[0]), rows)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def test_merged_written_points_reach_total_and_the_canvas_and_moodle_exports(tmp_path):

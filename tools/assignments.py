@@ -8,9 +8,10 @@
     python3 tools/assignments.py grade <chapter> <folder> --secret <file> --out DIR [--build DIR]
                                  [--roster CSV] [--points FILE] [--point KEY=VALUE ...] [--precision N]
                                  [--jobs N] [--timeout S] [--cell-timeout S] [--harvest-timeout S]
-                                 [--memory MiB] [--processes N] [--no-calibration] [--no-sandbox]
-    python3 tools/assignments.py merge DIR                       # written points (answers/*.csv) into totals
+                                 [--memory MiB] [--processes N] [--cpus N] [--no-calibration] [--no-sandbox]
+    python3 tools/assignments.py merge DIR [--keep SUBMISSION ...]   # written points (answers/*.csv) into totals
     python3 tools/assignments.py export DIR --roster CSV --format canvas|moodle [--name NAME] [--file PATH]
+                                 [--keep SUBMISSION ...]
 
 ``build`` turns the chapter's student notebook (the one generator, ``tools/student_notebooks.py``) into an
 assignment in ``DIR`` (default ``assignments/build/<chapter>``): ``student/<chapter>.ipynb`` to hand out,
@@ -25,7 +26,10 @@ and the printed estimate), then every entry of the folder, each notebook in two 
 and *judge* (a fresh one with the student edition, where the answers are absent: it runs only the code
 cells the graded functions need, applies them to the public cases, and only after those outcomes have
 come back receives the hidden cases, drawn for this student from HMAC(secret, exercise + student key);
-only numbers come back from that stage). This process, which never runs a submission, judges the numbers.
+only numbers come back from that stage). Every notebook's run sandbox first, then, once none is alive,
+every notebook's judge sandboxes: a run sandbox (which holds the full package) is never alive beside a
+judge. Sandboxes send codes only; this process, which never runs a submission, judges the numbers and
+writes every sentence.
 ``DIR`` gets ``scores.csv``, ``feedback/<id>.html`` (one page per student), ``executed/<id>.ipynb``,
 ``answers/<question>.csv`` (written answers, a ``points`` column to fill) and ``grading.json``. ``merge``
 adds the filled written points to ``total``; ``export`` writes a Canvas or Moodle gradebook CSV.
@@ -68,7 +72,10 @@ if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grading import edition as _edition  # noqa: E402
-from grading.gradebook import (Points, Roster, export, feedback_html, fmt, merge, write_csv)  # noqa: E402,F401
+from grading.codes import (bound_reports, exception_name, judge_sentences, outcome_sentence,  # noqa: E402
+                           run_sentences)
+from grading.gradebook import (Points, Roster, csv_safe, csv_safe_row, export, feedback_html, fmt, merge,  # noqa: E402,F401
+                               write_csv)
 from grading.review import Similarity, needed_cells, review_flags  # noqa: E402,F401
 from grading.review import names as _names  # noqa: E402
 from grading.review import _norm  # noqa: E402,F401
@@ -542,6 +549,8 @@ def build(chapter: str, out: Path | None = None, *, exercises_only: bool = False
                 "removed": {e: sorted(map(list, r)) for e, r in removed.items()},
                 "forbid_external": {p.exercise: _edition.external_forbidden(EXERCISES[p.exercise])
                                     for q in questions for p in q.auto},
+                "references": {p.exercise: sorted(map(list, _edition.reference_owners(EXERCISES[p.exercise])))
+                               for q in questions for p in q.auto},
                 "questions": [{"label": q.label, "title": q.title, "auto": [p.__dict__ for p in q.auto],
                                "written": q.written} for q in questions]}
     (out / "assignment.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -634,12 +643,6 @@ def check_sandbox(limits: Limits, profile: str | None = None) -> None:
 
 
 # --------------------------------------------------------------------------- judging
-_KINDS = {"not_implemented": "not implemented", "exception": "raised an exception", "none": "returned None",
-          "not_array": "returned something that is not an array", "signature": "parameters do not match",
-          "forbidden": "uses the ncbook function it should implement", "missing": "function not defined",
-          "too_large": "returned an array that is too large", "timeout": "ran past the time limit"}
-
-
 @dataclass
 class Judged:
     """What the judge sandbox returned for one autograded part."""
@@ -647,6 +650,18 @@ class Judged:
     public: list
     hidden: list
     hidden_cases: list
+
+
+@dataclass
+class JudgeResult:
+    """A notebook's judge sandboxes: exercise -> :class:`Judged`, the problems (sentences the grader wrote), the
+    seconds, and where each graded function's code was written (function -> (code cell index or None, first
+    line, code name), for the similarity review)."""
+
+    judged: dict
+    problems: list
+    seconds: float
+    bound: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -661,20 +676,49 @@ class Calibration:
 
 @dataclass
 class Graded:
-    """One entry's row, feedback record, written answers, executed notebook and similarity units."""
+    """One entry's row, feedback record, written answers, executed notebook and what its review compares."""
 
     row: dict
     record: dict
     answers: dict[str, str]
     notebook: dict | None
-    units: dict = field(default_factory=dict)
+    code: list = field(default_factory=list)    # its code cells' sources
+    bound: dict = field(default_factory=dict)   # JudgeResult.bound
     identity: str = ""
     run_seconds: float = 0.0
     judge_seconds: float = 0.0
 
 
+@dataclass
+class Prepared:
+    """An entry on its way through the phases of a batch: read, run (all runs first), judged (then all judges)."""
+
+    entry: Entry
+    nb: nbformat.NotebookNode | None
+    problems: list
+    identity: dict
+    key: str
+    review: list
+    answers: dict
+    notebook: dict | None = None
+    run_problems: list = field(default_factory=list)
+    run_seconds: float = 0.0
+    judge: JudgeResult | None = None
+
+
+class SandboxOverlap(RuntimeError):
+    """A judge sandbox was about to start while a run sandbox was alive, or the other way round."""
+
+
 class Grader:
-    """Grades entries against one built assignment, with the hidden cases of one secret."""
+    """Grades entries against one built assignment, with the hidden cases of one secret.
+
+    Run sandboxes (the full package) and judge sandboxes (the student edition, then the hidden cases) never
+    live at the same time: a run sandbox could otherwise answer a judge's cases through anything both can
+    reach (POSIX record locks on a file every sandbox can read, the Python binary, are seen across namespaces).
+    :meth:`_sandbox` refuses to start one kind while the other is alive, so the ordering is a property of the
+    grader, not of a schedule; :func:`grade` runs every notebook first, then judges them all.
+    """
 
     def __init__(self, build_dir: Path, secret: bytes, limits: Limits, *, sandbox: bool = True,
                  profile: str | None = None, points: Points | None = None, roster: Roster | None = None,
@@ -702,18 +746,25 @@ class Grader:
         self.conf = confinement() if sandbox else None
         self.similarity = self._similarity()
         self._lock, self._done = threading.Lock(), {}
+        self._live: dict[str, dict[int, Channel]] = {"run": {}, "judge": {}}  # sandboxes not known to be gone
 
     # -- what the review compares with
     def _similarity(self) -> Similarity:
+        from ncbook.exercises import EXERCISES
+
         functions = {p.exercise: p.function for _, p in self.parts}
         md = ROOT / "book" / f"{self.manifest['chapter']}.md"
         sols = chapter_solutions(md) if md.exists() else {}
         published = {p.exercise: sols[q.label].code for q, p in self.parts if q.label in sols}
         root = _edition.package_root()
+        references = self.manifest.get("references")
         package = {}
         for exercise, owners in self.manifest.get("removed", {}).items():
+            owners = [tuple(o) for o in owners]
+            mine = references.get(exercise, []) if references is not None else \
+                sorted(_edition.reference_owners(EXERCISES[exercise]))  # a build from before they were listed
             items = []
-            for module, qual in owners:
+            for module, qual in owners + [tuple(o) for o in mine]:
                 try:
                     items.append((_edition.public_name(module, qual), _edition._source_of((module, qual), root)))
                 except (StopIteration, OSError, SyntaxError):
@@ -722,6 +773,58 @@ class Grader:
         return Similarity(functions, published, package)
 
     # -- the two sandboxes
+    @contextlib.contextmanager
+    def _sandbox(self, kind: str, runner: Path, package: Path, max_bytes: int):
+        """A ``kind`` ("run" or "judge") sandbox's :class:`Channel`, closed (its processes ended) on exit.
+
+        Raises
+        ------
+        SandboxOverlap
+            A sandbox of the other kind is alive (or could not be shown to have ended).
+        """
+        other = "judge" if kind == "run" else "run"
+        with self._lock:
+            if self._live[other]:
+                raise SandboxOverlap(f"a {kind} sandbox may not start while a {other} sandbox is alive")
+            channel, scratch = self._start(runner, package, max_bytes)
+            self._live[kind][id(channel)] = channel
+        try:
+            yield channel
+        finally:
+            try:
+                channel.reached = channel.close()
+            finally:
+                if scratch:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                with self._lock:
+                    cage = getattr(channel, "cage", None)
+                    if cage is None or cage.ended:
+                        self._live[kind].pop(id(channel), None)
+
+    def end_runs(self, wait: float = 60.0) -> None:
+        """Make sure no run sandbox is left (each one's cgroup empty and removed): retries the close of any that
+        was not, for ``wait`` seconds.
+
+        Raises
+        ------
+        SystemExit
+            A run sandbox's processes could not be ended: judging them now would let it talk to the judges.
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lock:
+                left = list(self._live["run"].values())
+            if not left:
+                return
+            for channel in left:
+                if getattr(channel, "cage", None) is None or channel.cage.close():
+                    with self._lock:
+                        self._live["run"].pop(id(channel), None)
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{len(left)} run sandbox(es) could not be ended (their cgroup still holds processes);"
+                                 " no submission is judged while one is alive. Find and end them, then grade again.")
+            time.sleep(1)
+
     def _start(self, runner: Path, package: Path, max_bytes: int) -> tuple[Channel, str | None]:
         if self.sandbox:
             cmd = sandbox_command(self.limits, profile=self.profile, package=package, runner=runner, hide=self.hide)
@@ -743,9 +846,8 @@ class Grader:
         lim = self.limits
         start = time.monotonic()
         cap = 2 * lim.notebook_bytes + (4 << 20)
-        channel, scratch = self._start(RUNNER, package_dir(), cap)
-        problems, notebook, done = [], None, False
-        try:
+        problems, notebook, done, heard = [], None, False, False
+        with self._sandbox("run", RUNNER, package_dir(), cap) as channel:
             channel.send({"notebook": nb, "filename": self.manifest["notebook"], "cell_timeout": lim.cell_timeout,
                           "notebook_timeout": lim.notebook_timeout, "notebook_bytes": lim.notebook_bytes,
                           **self._job_limits()})
@@ -754,6 +856,7 @@ class Grader:
             while True:
                 event = channel.next(deadline - time.monotonic())
                 kind = event.get("event") if event else None
+                heard = heard or kind in ("notebook", "done")
                 if event is None:
                     problems.append(f"the run was stopped at its time limit ({lim.run_wall()} s)")
                     break
@@ -761,7 +864,7 @@ class Grader:
                     notebook = event["notebook"]
                 elif kind == "done":
                     done = True
-                    problems += [_clean(p, 200) for p in event.get("problems", []) if isinstance(p, str)][:20]
+                    problems += run_sentences(event.get("codes"), cells=len(nb.cells), memory_mib=lim.memory >> 20)
                     break
                 elif kind == "overflow":
                     problems.append(f"the run wrote more than {cap >> 20} MiB: its executed notebook is not kept")
@@ -769,57 +872,74 @@ class Grader:
                     break
                 elif kind in ("eof", "unreadable"):
                     break
-        finally:
-            reached = channel.close()
-            if scratch:
-                shutil.rmtree(scratch, ignore_errors=True)
+        reached = channel.reached
         problems += reached
         if not done and not reached and not any("time limit" in p for p in problems):
-            tail = channel.last_error_line()
+            tail = channel.last_error_line() if not heard else ""  # before any cell ran: bubblewrap's own words
+            tail = re.sub(r"[^A-Za-z0-9 .,:;_/()'-]", " ", tail)[:160]
             problems.append(f"the run ended early (exit {channel.proc.returncode}{': ' + tail if tail else ''})")
         return notebook, problems, time.monotonic() - start
 
     def judge(self, nb, key: str, *, hidden: bool = True) -> tuple[dict[str, Judged], list[str], float]:
         """The graded functions in fresh judge sandboxes (student editions), one per group of questions:
-        (exercise -> :class:`Judged`, problems, seconds)."""
+        (exercise -> :class:`Judged`, problems, seconds). :meth:`judge_all` also says where each graded
+        function's code was written."""
+        result = self.judge_all(nb, key, hidden=hidden)
+        return result.judged, result.problems, result.seconds
+
+    def judge_all(self, nb, key: str, *, hidden: bool = True) -> JudgeResult:
+        """:meth:`judge`, as a :class:`JudgeResult`."""
         start = time.monotonic()
         sources = [c.source for c in nb.cells if c.cell_type == "code"]
-        results, problems = {}, []
+        positions = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        results, problems, bound = {}, [], {}
         for exercises, package in self.groups:
             parts = [p for _, p in self.parts if p.exercise in exercises]
-            got, notes = self._judge_group(sources, parts, package, key, hidden)
+            got, notes, where = self._judge_group(sources, positions, parts, package, key, hidden)
             results.update(got)
             problems += notes
-        return results, problems, time.monotonic() - start
+            bound.update(where)
+        return JudgeResult(results, list(dict.fromkeys(problems)), time.monotonic() - start, bound)
 
-    def _outcomes(self, event: dict, stage: str, n: int, function: str) -> tuple[list, str | None]:
+    def _outcomes(self, event: dict, stage: str, n: int, part: Part) -> tuple[list, str | None]:
+        """A stage's outcomes of one part, as the grader writes them: values and error kinds from the sandbox,
+        every sentence from :func:`grading.codes.outcome_sentence`; (outcomes, a problem or None)."""
+        from ncbook.exercises import EXERCISES
         from ncbook.exercises._harvest import Outcome, unpack_outcomes
 
+        function = part.function
+        say = functools.partial(outcome_sentence, function=function, params=EXERCISES[part.exercise].params,
+                                harvest_timeout=self.limits.harvest_timeout)
         if "npz" in event:
             try:
                 outcomes = unpack_outcomes(base64.b64decode(event["npz"], validate=True))
             except Exception:  # noqa: BLE001 - a malformed file from the sandbox: nothing earned
                 outcomes = []
             if len(outcomes) != n:
-                return [Outcome(error="missing", detail="the results do not match the cases.")] * n, \
-                    f"{function}: its {stage} results were malformed"
-            if stage == "hidden":  # numbers and error kinds only: no text the notebook chose
-                outcomes = [Outcome(value=o.value, error=o.error) for o in outcomes]
-            return outcomes, None
-        error = str(event.get("error", "no results"))
+                return [Outcome(error="missing", detail="no value came back (the results do not match the cases).")] \
+                    * n, f"{function}: its {stage} results were malformed"
+            if stage == "hidden":  # numbers and error kinds only
+                return [Outcome(value=o.value, error=o.error) for o in outcomes], None
+            return [Outcome(value=o.value) if o.error is None else Outcome(error=o.error, detail=say(o.error, o.detail))
+                    for o in outcomes], None
+        error = event.get("error")
         if error == "timeout":
-            return [Outcome(error="timeout", detail=f"ran past the time limit ({self.limits.harvest_timeout} s).")] * n, \
+            return [Outcome(error="timeout", detail=say("timeout", ""))] * n, \
                 f"{function}: its {stage} cases ran past the time limit ({self.limits.harvest_timeout} s)"
-        detail = _clean(error, 80) if stage == "public" else "no results"
-        return [Outcome(error="missing", detail=f"no results ({detail}).")] * n, \
-            f"{function}: no results on its {stage} cases ({detail})"
+        why = {"no_results": f"its results could not be packed ({exception_name(event.get('exception'))})",
+               "overflow": "the judge wrote more than the grader reads", "eof": "the judge ended",
+               "unreadable": "the judge wrote something unreadable",
+               "order": "the judge answered out of order"}.get(error if isinstance(error, str) else "", "no results")
+        return [Outcome(error="missing", detail=f"no value came back ({why}).")] * n, \
+            f"{function}: no results on its {stage} cases ({why})"
 
-    def _judge_group(self, sources: list[str], parts: list[Part], package: Path, key: str, hidden: bool):
+    def _judge_group(self, sources: list[str], positions: list[int], parts: list[Part], package: Path, key: str,
+                     hidden: bool):
         from ncbook.exercises import EXERCISES
-        from ncbook.exercises._harvest import Outcome, pack_cases
+        from ncbook.exercises._harvest import Outcome
 
-        lim = self.limits
-        cells = [sources[i] for i in needed_cells(sources, [p.function for p in parts])]
+        needed = needed_cells(sources, [p.function for p in parts])
+        cells = [sources[i] for i in needed]
         cases = {("public", i): self.public[p.exercise] for i, p in enumerate(parts)}
         if hidden:
             cases.update({("hidden", i): EXERCISES[p.exercise].hidden_cases(self.secret, key)
@@ -828,6 +948,7 @@ class Grader:
                   ([("hidden", i) for i in range(len(parts))] if hidden else [])
         out: dict = {}
         notes: list[str] = []
+        where: dict = {}
 
         def give_up(why: str, kind: str = "missing") -> None:
             for stage, i in pending:
@@ -837,60 +958,72 @@ class Grader:
         for _ in range(3):
             if not pending:
                 break
-            channel, scratch = self._start(JUDGE, package, 64 << 20)
+            channel = None
             try:
-                channel.send({"cells": cells, "cell_timeout": lim.cell_timeout, "cells_timeout": lim.notebook_timeout,
-                              **self._job_limits()})
-                event = channel.next(lim.notebook_timeout + 120)
-                if not event or event.get("event") != "ready":
-                    why = "the cells the graded functions need did not finish" + \
-                        (f" within {lim.notebook_timeout} s" if event is None else "")
-                    notes.append(why)
-                    give_up(why + ".", "timeout" if event is None else "missing")
-                    break
-                notes += [_clean(p, 120) for p in event.get("problems", []) if isinstance(p, str)][:5]
-                broken = False
-                for stage in ("public", "hidden"):
-                    batch = [i for s, i in pending if s == stage]
-                    if not batch:
-                        continue
-                    items = [{"index": i, "exercise": parts[i].exercise, "function": parts[i].function,
-                              "forbid": self.manifest.get("forbid_external", {}).get(parts[i].exercise, []),
-                              "cases": base64.b64encode(pack_cases(cases[(stage, i)])).decode(),
-                              "timeout": lim.harvest_timeout} for i in batch]
-                    channel.send({"stage": stage, "items": items})
-                    for i in batch:
-                        event = channel.next(lim.harvest_timeout + 30)
-                        n = len(cases[(stage, i)])
-                        if event and event.get("event") == "outcomes" and event.get("index") == i:
-                            out[(stage, i)], note = self._outcomes(event, stage, n, parts[i].function)
-                            broken = note is not None and "time limit" in note
-                        elif event is None:
-                            out[(stage, i)], note = self._outcomes({"error": "timeout"}, stage, n, parts[i].function)
-                            broken = True
-                        else:
-                            why = {"overflow": "wrote more than the grader reads", "eof": "the judge ended",
-                                   "unreadable": "wrote something unreadable"}.get(event.get("event"),
-                                                                                    "answered out of order")
-                            out[(stage, i)], note = self._outcomes({"error": why}, stage, n, parts[i].function)
-                            broken = True
-                        pending.remove((stage, i))
-                        if note:
-                            notes.append(note)
-                        if broken:
-                            break
-                    if broken:
-                        break
-                    channel.next(30)  # stage-done
-                if not broken:
-                    channel.send({"stage": "end"})
+                with self._sandbox("judge", JUDGE, package, 64 << 20) as channel:
+                    self._judge_in(channel, cells, needed, positions, parts, cases, pending, out, notes, where,
+                                   give_up)
             finally:
-                notes += channel.close()
-                if scratch:
-                    shutil.rmtree(scratch, ignore_errors=True)
+                if channel is not None:
+                    notes += getattr(channel, "reached", [])
         give_up("not judged: the judge stopped three times.")
-        return {p.exercise: Judged(out[("public", i)], out.get(("hidden", i), []), cases.get(("hidden", i), []))
-                for i, p in enumerate(parts)}, list(dict.fromkeys(notes))
+        return ({p.exercise: Judged(out[("public", i)], out.get(("hidden", i), []), cases.get(("hidden", i), []))
+                 for i, p in enumerate(parts)}, list(dict.fromkeys(notes)), where)
+
+    def _judge_in(self, channel, cells, needed, positions, parts, cases, pending, out, notes, where, give_up):
+        """One judge sandbox's conversation: the cells, then the public stage, then the hidden stage."""
+        from ncbook.exercises._harvest import pack_cases
+
+        lim = self.limits
+        channel.send({"cells": cells, "functions": [p.function for p in parts],
+                      "cell_timeout": lim.cell_timeout, "cells_timeout": lim.notebook_timeout,
+                      **self._job_limits()})
+        event = channel.next(lim.notebook_timeout + 120)
+        if not event or event.get("event") != "ready":
+            why = "the cells the graded functions need did not finish" + \
+                (f" within {lim.notebook_timeout} s" if event is None else "")
+            notes.append(why)
+            give_up(why + ".", "timeout" if event is None else "missing")
+            return
+        notes += judge_sentences(event.get("codes"), [positions[i] for i in needed])
+        for name, (cell, line, code_name) in bound_reports(event.get("bound"), [p.function for p in parts],
+                                                           len(cells)).items():
+            where[name] = (needed[cell] if cell is not None else None, line, code_name)
+        broken = False
+        for stage in ("public", "hidden"):
+            batch = [i for s, i in pending if s == stage]
+            if not batch:
+                continue
+            items = [{"index": i, "exercise": parts[i].exercise, "function": parts[i].function,
+                      "forbid": self.manifest.get("forbid_external", {}).get(parts[i].exercise, []),
+                      "cases": base64.b64encode(pack_cases(cases[(stage, i)])).decode(),
+                      "timeout": lim.harvest_timeout} for i in batch]
+            channel.send({"stage": stage, "items": items})
+            for i in batch:
+                event = channel.next(lim.harvest_timeout + 30)
+                n = len(cases[(stage, i)])
+                if event and event.get("event") == "outcomes" and event.get("index") == i:
+                    out[(stage, i)], note = self._outcomes(event, stage, n, parts[i])
+                    broken = note is not None and "time limit" in note
+                elif event is None:
+                    out[(stage, i)], note = self._outcomes({"error": "timeout"}, stage, n, parts[i])
+                    broken = True
+                else:
+                    kind = event.get("event")
+                    out[(stage, i)], note = self._outcomes(
+                        {"error": kind if kind in ("overflow", "eof", "unreadable") else "order"}, stage, n,
+                        parts[i])
+                    broken = True
+                pending.remove((stage, i))
+                if note:
+                    notes.append(note)
+                if broken:
+                    break
+            if broken:
+                break
+            channel.next(30)  # stage-done
+        if not broken:
+            channel.send({"stage": "end"})
 
     # -- one entry
     def columns(self) -> list[str]:
@@ -912,68 +1045,83 @@ class Grader:
         stem = entry.name[:-6] if entry.name.lower().endswith(".ipynb") else entry.name
         notes = []
         if self.roster is not None:
-            student, how = self.roster.match(entry.name, stated)
+            student, how, said = self.roster.identify(entry.name, stated)
+            notes += said
             if student is not None:
                 return ({"student": _clean(student.name, 100), "student_id": _clean(student.student_id, 60),
                          "lms_id": _clean(student.lms_id, 40)}, f"id:{student.student_id}", notes)
-            notes.append("not in the roster (matched by neither an LMS id in the file name nor the STUDENT cell)")
+            if not said:
+                notes.append("not in the roster (matched by neither an LMS id in the file name nor the STUDENT cell)")
         name = stated or _clean(stem, 100)
         return {"student": name, "student_id": "", "lms_id": ""}, (f"stated:{' '.join(stated.split()).casefold()}"
                                                                     if stated else f"file:{entry.name}"), notes
 
-    def _sandboxes(self, nb, key: str) -> tuple:
-        """(executed, run problems, run seconds, judged, judge problems, judge seconds) of a notebook for a student
-        key. Identical notebooks for the same key (a resubmitted file, the same file under two names) are graded
-        once: the second waits for the first and gets its results (and its seconds as 0)."""
-        digest = hashlib.sha256(json.dumps([key, [(c.cell_type, c.source) for c in nb.cells]]).encode()).hexdigest()
-        with self._lock:
-            slot = self._done.get(digest)
-            mine = slot is None
-            if mine:
-                slot = self._done[digest] = {"ready": threading.Event()}
-        if not mine:
-            slot["ready"].wait()
-            if "result" not in slot:  # the first one failed: grade it here
-                return self._sandboxes(nb, key)
-            executed, run_problems, _, judged, judge_problems, _ = slot["result"]
-            return executed, run_problems, 0.0, judged, judge_problems, 0.0
-        try:
-            executed, run_problems, run_seconds = self.run(nb)
-            judged, judge_problems, judge_seconds = self.judge(nb, key)
-            slot["result"] = (executed, run_problems, run_seconds, judged, judge_problems, judge_seconds)
-        except BaseException:
-            with self._lock:
-                del self._done[digest]
-            raise
-        finally:
-            slot["ready"].set()
-        return slot["result"]
-
-    def grade_entry(self, entry: Entry) -> Graded:
-        """One entry of the folder, whatever it is: a row (an ``error`` naming the file and the cause for
-        anything that is not a gradable notebook)."""
-        from ncbook.exercises import EXERCISES
-
-        p = self.points.precision
-        row = {c: "" for c in self.columns()}
-        nb, problems, answers, executed, units = None, [], {}, None, {}
-        run_seconds = judge_seconds = 0.0
+    def prepare(self, entry: Entry) -> Prepared:
+        """Read an entry (never run): its notebook or why not, identity, hidden-case key, static review, answers."""
+        nb, problems, answers, review = None, [], {}, []
         try:
             nb = parse_notebook(read_bytes(entry))
         except NotebookError as exc:
             problems.append(str(exc))
-        identity, key, review = self.identify(entry, nb)
-        row.update(identity, id=entry.slug, submission=entry.name)
-        scores: dict[str, Decimal] = {q.label: Decimal(0) for q in self.questions if q.auto}
-        record_questions = []
-        judged: dict[str, Judged] = {}
+        identity, key, notes = self.identify(entry, nb)
+        review += notes
         if nb is not None:
-            executed, run_problems, run_seconds, judged, judge_problems, judge_seconds = self._sandboxes(nb, key)
-            problems += run_problems + judge_problems
             answers = written_answers(nb, self.handed, self.questions)
             review += review_flags(nb, self.handed)
-            units = self.similarity.units([c.source for c in nb.cells if c.cell_type == "code"])
-            review += self.similarity.flags(units)
+        return Prepared(entry, nb, problems, identity, key, review, answers)
+
+    def _cached(self, kind: str, digest: str, work):
+        """``work()`` once per ``(kind, digest)``: identical notebooks (a resubmitted file, one file under two
+        names) are run and judged once; a second caller waits for the first and gets its result (seconds 0)."""
+        with self._lock:
+            slot = self._done.get((kind, digest))
+            mine = slot is None
+            if mine:
+                slot = self._done[(kind, digest)] = {"ready": threading.Event()}
+        if not mine:
+            slot["ready"].wait()
+            if "result" not in slot:  # the first one failed: do it here
+                return self._cached(kind, digest, work)
+            return slot["result"], True
+        try:
+            slot["result"] = work()
+        except BaseException:
+            with self._lock:
+                del self._done[(kind, digest)]
+            raise
+        finally:
+            slot["ready"].set()
+        return slot["result"], False
+
+    def run_phase(self, prep: Prepared) -> Prepared:
+        """The run sandbox of a prepared notebook (nothing for an unreadable entry)."""
+        if prep.nb is not None:
+            digest = hashlib.sha256(json.dumps([(c.cell_type, c.source) for c in prep.nb.cells]).encode()).hexdigest()
+            (notebook, problems, seconds), again = self._cached("run", digest, lambda: self.run(prep.nb))
+            prep.notebook, prep.run_problems, prep.run_seconds = notebook, problems, 0.0 if again else seconds
+        return prep
+
+    def judge_phase(self, prep: Prepared) -> Prepared:
+        """The judge sandboxes of a prepared notebook (nothing for an unreadable entry)."""
+        if prep.nb is not None:
+            digest = hashlib.sha256(json.dumps([prep.key, [(c.cell_type, c.source) for c in prep.nb.cells]]).encode()
+                                    ).hexdigest()
+            result, again = self._cached("judge", digest, lambda: self.judge_all(prep.nb, prep.key))
+            prep.judge = JudgeResult(result.judged, result.problems, 0.0 if again else result.seconds, result.bound)
+        return prep
+
+    def score(self, prep: Prepared) -> Graded:
+        """The row and feedback record of a prepared entry after its sandboxes."""
+        from ncbook.exercises import EXERCISES
+
+        p = self.points.precision
+        entry = prep.entry
+        row = {c: "" for c in self.columns()}
+        row.update(prep.identity, id=entry.slug, submission=entry.name)
+        judged = prep.judge.judged if prep.judge is not None else {}
+        problems = list(prep.problems) + prep.run_problems + (prep.judge.problems if prep.judge is not None else [])
+        scores: dict[str, Decimal] = {q.label: Decimal(0) for q in self.questions if q.auto}
+        record_questions = []
         for q in self.questions:
             parts_record = []
             for part in q.auto:
@@ -981,7 +1129,7 @@ class Grader:
                 pub_pts, hid_pts = (self.points.part(q.label, part.function, k) for k in ("public", "hidden"))
                 public_cases = self.public[part.exercise]
                 got = judged.get(part.exercise)
-                passed, message, hidden_passed, hidden_total, note = False, "not graded: " + "; ".join(problems), 0, 0, ""
+                passed, message, hidden_passed, hidden_total = False, "not graded: " + "; ".join(problems), 0, 0
                 if got is not None:
                     try:
                         check = spec.judge(public_cases, got.public)
@@ -993,15 +1141,13 @@ class Grader:
                         passed, message = check.passed, check.message
                         hidden_total = len(verdicts)
                         hidden_passed = sum(v is None for v in verdicts)
-                        first = next((o for o, v in zip(got.hidden, verdicts) if v is not None), None)
-                        note = "" if first is None else f" (first failure: {_KINDS.get(first.error, 'wrong value')})"
                 earned_pub = pub_pts if passed else Decimal(0)
                 earned_hid = hid_pts if hidden_total and hidden_passed == hidden_total else Decimal(0)
                 scores[q.label] += earned_pub + earned_hid
                 parts_record.append({"function": part.function, "public_passed": passed, "public": str(earned_pub),
                                      "public_possible": str(pub_pts), "message": str(message)[:4000],
                                      "hidden_passed": hidden_passed, "hidden_total": hidden_total,
-                                     "hidden_note": note, "hidden": str(earned_hid), "hidden_possible": str(hid_pts)})
+                                     "hidden": str(earned_hid), "hidden_possible": str(hid_pts)})
             auto_possible = sum((self.points.part(q.label, pt.function, k) for pt in q.auto
                                  for k in ("public", "hidden")), Decimal(0))
             record_questions.append({"label": q.label, "title": q.title, "parts": parts_record,
@@ -1014,19 +1160,31 @@ class Grader:
         if autograded == self.auto_possible():  # a needed cell that failed in the judge cost nothing: not a problem
             problems = [x for x in problems if not x.startswith("a needed cell")]
         row.update({label: fmt(v, p) for label, v in scores.items()})
+        seconds = prep.run_seconds + (prep.judge.seconds if prep.judge is not None else 0.0)
         row.update(autograded=fmt(autograded, p), written="", total=fmt(autograded, p), possible=fmt(possible, p),
-                   seconds=f"{run_seconds + judge_seconds:.1f}")
+                   seconds=f"{seconds:.1f}")
         problems = list(dict.fromkeys(problems))
         if problems:
             row["error"] = _clean(f"{entry.name}: " + "; ".join(problems), 600)
-        row["review"] = _clean("; ".join(dict.fromkeys(review)), REVIEW_CHARS)
+        row["review"] = _clean("; ".join(dict.fromkeys(prep.review)), REVIEW_CHARS)
         record = {"student": row["student"], "submission": entry.name, "assignment": self.manifest["chapter"],
                   "precision": p, "questions": record_questions, "total": str(autograded), "possible": str(possible),
                   "written_done": not any(q.written for q in self.questions), "problems": problems}
-        return Graded(row, record, answers, executed, units, key, run_seconds, judge_seconds)
+        code = [c.source for c in prep.nb.cells if c.cell_type == "code"] if prep.nb is not None else []
+        return Graded(row, record, prep.answers, prep.notebook, code, prep.judge.bound if prep.judge else {},
+                      prep.key, prep.run_seconds, prep.judge.seconds if prep.judge is not None else 0.0)
+
+    def grade_entry(self, entry: Entry) -> Graded:
+        """One entry of the folder, whatever it is, on its own: read, run, judged, scored and compared with the
+        published solutions and the package (a batch compares classmates too: :func:`grade`). A row with an
+        ``error`` naming the file and the cause for anything that is not a gradable notebook."""
+        graded = self.score(self.judge_phase(self.run_phase(self.prepare(entry))))
+        add_review(graded, self.similarity.review({entry.name: (graded.code, graded.bound)})[entry.name])
+        return graded
 
     def calibrate(self) -> Calibration:
-        """Grade the build's solutions notebook (it must get full marks: else SystemExit with the reason)."""
+        """Grade the build's solutions notebook (it must get full marks: else SystemExit with the reason). Its run
+        sandbox has ended before its judge starts, and both before any submission's."""
         path = self.build_dir / "solutions" / self.manifest["notebook"]
         raw = os.fsencode(path.name)
         graded = self.grade_entry(Entry(path.name, raw, path, "file", slug(raw)))
@@ -1039,6 +1197,13 @@ class Grader:
                              "environment, a stale build or too tight a limit):\n  " + "\n  ".join(short) +
                              (f"\n  problems: {graded.row['error']}" if graded.row["error"] else ""))
         return Calibration(graded.run_seconds + graded.judge_seconds, graded.run_seconds, graded.judge_seconds)
+
+
+def add_review(graded: Graded, flags: list[str]) -> None:
+    """Put more review flags in a graded entry's row (after its own)."""
+    if flags:
+        graded.row["review"] = _clean("; ".join(dict.fromkeys(filter(None, [graded.row["review"], *flags]))),
+                                      REVIEW_CHARS)
 
 
 def limits_from(calibration: Calibration, base: Limits) -> Limits:
@@ -1055,17 +1220,38 @@ def limits_from(calibration: Calibration, base: Limits) -> Limits:
 
 
 # --------------------------------------------------------------------------- a batch
-def _write_outputs(out: Path, graded: Graded) -> None:
+def _create(path: Path, data: bytes) -> None:
+    """Write a new file; never replace one (``O_EXCL``) nor follow a link (``O_NOFOLLOW``).
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists: another entry's output (which :func:`entries` makes impossible) or an earlier batch's.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) |
+                 getattr(os, "O_CLOEXEC", 0), 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _write_executed(out: Path, key: str, notebook: dict) -> str | None:
+    """Write an entry's executed notebook; None, or why it was not kept."""
+    try:
+        text = nbformat.writes(nbformat.from_dict(notebook))
+    except Exception:  # noqa: BLE001 - a notebook the runner sent back malformed: not kept, named
+        return "the executed notebook could not be written"
+    _create(out / "executed" / f"{key}.ipynb", text.encode("utf-8"))
+    return None
+
+
+def _write_feedback(out: Path, graded: Graded) -> None:
     key = graded.row["id"]
-    (out / "feedback" / f"{key}.json").write_text(json.dumps(graded.record, indent=1))
-    (out / "feedback" / f"{key}.html").write_text(feedback_html(graded.record))
-    if graded.notebook is not None:
-        try:
-            nbformat.write(nbformat.from_dict(graded.notebook), out / "executed" / f"{key}.ipynb")
-        except Exception:  # noqa: BLE001 - a notebook the runner sent back malformed: not kept, named
-            graded.row["error"] = _clean((graded.row["error"] + "; " if graded.row["error"] else
-                                          f"{graded.row['submission']}: ") + "the executed notebook could not be "
-                                         "written", 600)
+    _create(out / "feedback" / f"{key}.json", json.dumps(graded.record, indent=1).encode("utf-8"))
+    _create(out / "feedback" / f"{key}.html", feedback_html(graded.record).encode("utf-8"))
+
+
+def _add_error(row: dict, text: str) -> None:
+    row["error"] = _clean((row["error"] + "; " if row["error"] else f"{row['submission']}: ") + text, 600)
 
 
 def _failed(grader: Grader, entry: Entry, exc: BaseException) -> Graded:
@@ -1082,6 +1268,60 @@ def _failed(grader: Grader, entry: Entry, exc: BaseException) -> Graded:
     return Graded(row, record, {}, None)
 
 
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the machine's, or its own cgroup's limit where that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limits = []
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controllers == "":
+                limits.append(Path("/sys/fs/cgroup") / path.lstrip("/") / "memory.max")
+            elif "memory" in controllers.split(","):
+                limits.append(Path("/sys/fs/cgroup/memory") / path.lstrip("/") / "memory.limit_in_bytes")
+    except (OSError, ValueError):
+        pass
+    for path in limits:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def fit_jobs(jobs: int, memory: int, available: int | None = None, log=print) -> int:
+    """``jobs`` lowered so that ``jobs`` sandboxes at their memory limit fit in 90% of the machine's memory.
+
+    Raises
+    ------
+    SystemExit
+        Not even one sandbox fits: ``--memory`` is more than the machine has.
+    """
+    available = machine_memory() if available is None else available
+    room = int(0.9 * available)
+    if memory > room:
+        raise SystemExit(f"--memory {memory >> 20} MiB a sandbox is more than this machine can give ({room >> 20} MiB, "
+                         f"90% of {available >> 20} MiB): lower --memory")
+    fit = max(1, room // memory)
+    if jobs > fit:
+        log(f"--jobs {jobs} lowered to {fit}: {jobs} sandboxes of {memory >> 20} MiB would need "
+            f"{(jobs * memory) >> 20} MiB, and this machine has {available >> 20} MiB (lower --memory to run more "
+            "at once)")
+        return fit
+    return jobs
+
+
+def _results_folder(out: Path) -> None:
+    """Refuse a results folder that holds an earlier batch's files (every output is created, never replaced)."""
+    held = [p for p in (out / "scores.csv", out / "grading.json") if p.exists()] + \
+        [p for sub in ("feedback", "executed", "answers") if (out / sub).is_dir() for p in (out / sub).iterdir()]
+    if held:
+        raise SystemExit(f"the results folder {out} already holds grades ({held[0].name}, ...): grade into a new folder "
+                         "(no file of an earlier batch is ever overwritten or mixed with this one's)")
+
+
 def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_dir: Path | None = None,
           limits: Limits | None = None, jobs: int | None = None, sandbox: bool = True, profile: str | None = None,
           roster: Roster | None = None, points: Points | None = None, calibrate: bool = True,
@@ -1090,9 +1330,16 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
     feedback pages, the executed notebooks, the written answers and ``grading.json``. Returns the rows, sorted
     by entry name.
 
+    In phases: the solutions first (the calibration: its run, then its judge), then every notebook's run
+    sandbox (``jobs`` at a time), then, once every run sandbox has ended, every notebook's judge sandboxes
+    (``jobs`` at a time): no run sandbox, which holds the full package, is ever alive beside a judge sandbox,
+    which receives the hidden cases. Then the review of the whole class (duplicate identities, submissions
+    alike, within a time budget).
+
     The time limits are ``limits``' when ``fixed_timeouts`` (default: when ``limits`` is given), else set from
-    the calibration (the solutions' time, :func:`limits_from`). Duplicate identities and similar submissions
-    are named in ``review``. ``hide``: more paths no sandbox may see (the secret's file), wherever they are.
+    the calibration (the solutions' time, :func:`limits_from`). ``jobs`` is lowered to what the machine's
+    memory holds (:func:`fit_jobs`). ``hide``: more paths no sandbox may see (the secret's file), wherever they
+    are. ``out`` must not hold an earlier batch's results.
     """
     import ncbook
 
@@ -1101,6 +1348,7 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
     if out == submissions or out.is_relative_to(submissions):
         raise SystemExit(f"the results folder {out} must not be inside the submissions folder {submissions}")
+    _results_folder(out)
     given = limits is not None if fixed_timeouts is None else fixed_timeouts
     limits = limits or Limits()
     if sandbox:
@@ -1112,7 +1360,7 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
                     hide=(str(submissions), str(out), *hide))
     listing = entries(submissions)
     notebooks = [e for e in listing if refusal(e) is None]
-    jobs = max(1, jobs or ncbook.usable_cores())
+    jobs = fit_jobs(max(1, jobs or ncbook.usable_cores()), limits.memory, log=log)
     digest = hashlib.sha256((build_dir / "assignment.json").read_bytes()).hexdigest()[:12]
     log(f"assignment {build_dir / 'assignment.json'} (sha256 {digest}; chapter {grader.manifest['chapter']}, "
         f"{len(grader.parts)} autograded parts in {len(grader.groups)} judge sandbox(es) a submission)")
@@ -1124,12 +1372,13 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
             grader.limits = limits_from(calibration, limits)
         log(f"calibration: the solutions got full marks in {calibration.seconds:.0f} s (run {calibration.run:.0f} s, "
             f"judge {calibration.judge:.0f} s); limits: {grader.limits.notebook_timeout} s for a notebook's cells, "
-            f"{grader.limits.harvest_timeout} s for a question's cases, {grader.limits.memory >> 20} MiB and "
-            f"{grader.limits.processes} tasks a sandbox")
+            f"{grader.limits.harvest_timeout} s for a question's cases, {grader.limits.memory >> 20} MiB, "
+            f"{grader.limits.processes} tasks and {grader.limits.cpus:g} CPU a sandbox")
     rounds = math.ceil(len(notebooks) / jobs) if notebooks else 0
     bound = rounds * grader.limits.wall(len(grader.parts))
     expected = f"about {math.ceil(rounds * calibration.seconds)} s expected, " if calibration else ""
-    log(f"{len(listing)} entries ({len(notebooks)} notebooks), {jobs} at a time: {expected}at most {bound} s")
+    log(f"{len(listing)} entries ({len(notebooks)} notebooks), {jobs} at a time: {expected}at most {bound} s "
+        "(every notebook's run first, then every notebook's judge)")
     for sub in ("feedback", "executed", "answers"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     columns = grader.columns()
@@ -1138,28 +1387,60 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
     progress = out / "scores.csv"
     write_csv(progress, columns, [])
 
-    def one(entry: Entry) -> Graded:
+    def finish(graded: Graded) -> Graded:
         try:
-            graded = grader.grade_entry(entry)
-        except Exception as exc:  # noqa: BLE001 - one file never breaks the batch
-            graded = _failed(grader, entry, exc)
-        try:
-            _write_outputs(out, graded)
+            _write_feedback(out, graded)
         except Exception as exc:  # noqa: BLE001
-            graded.row["error"] = _clean(f"{entry.name}: its feedback could not be written ({type(exc).__name__})",
-                                         600)
+            _add_error(graded.row, f"its feedback could not be written ({type(exc).__name__})")
         with lock:
             results.append(graded)
             with open(progress, "a", newline="", encoding="utf-8") as f:  # a row per finished entry
                 import csv
 
-                csv.DictWriter(f, fieldnames=columns, extrasaction="ignore").writerow(graded.row)
+                csv.DictWriter(f, fieldnames=columns, extrasaction="ignore").writerow(csv_safe_row(graded.row))
             log(f"  {graded.row['submission']}: {graded.row['total']} of {graded.row['possible']}"
                 + (f"  [{graded.row['error'][:160]}]" if graded.row["error"] else ""))
         return graded
 
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(one, [e for e in listing if refusal(e) is not None] + notebooks))
+    failed: dict[str, BaseException] = {}
+    prepared: dict[str, Prepared] = {}
+
+    def prepare_and_run(entry: Entry) -> None:
+        try:
+            prep = grader.run_phase(grader.prepare(entry))
+            if prep.notebook is not None:
+                why = _write_executed(out, entry.slug, prep.notebook)
+                if why:
+                    prep.run_problems.append(why)
+            prep.notebook = None  # on disk: not held through the judge phase
+            prepared[entry.slug] = prep
+        except SandboxOverlap:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one file never breaks the batch
+            failed[entry.slug] = exc
+
+    def judge_and_score(entry: Entry) -> None:
+        if entry.slug in failed:
+            finish(_failed(grader, entry, failed[entry.slug]))
+            return
+        try:
+            graded = grader.score(grader.judge_phase(prepared[entry.slug]))
+        except SandboxOverlap:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one file never breaks the batch
+            graded = _failed(grader, entry, exc)
+        finish(graded)
+
+    refused = [e for e in listing if refusal(e) is not None]
+    for entry in refused:
+        finish(grader.score(grader.prepare(entry)))
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:  # phase 1: every run sandbox
+        list(pool.map(prepare_and_run, notebooks))
+    grader.end_runs()
+    log(f"  every notebook ran ({time.monotonic() - start:.0f} s); judging")
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:  # phase 2: every judge sandbox, no run alive
+        list(pool.map(judge_and_score, notebooks))
     results.sort(key=lambda g: (g.row["submission"], g.row["id"]))
     # signals that need the whole class: duplicate identities, submissions alike
     by_identity: dict[str, list[Graded]] = {}
@@ -1172,11 +1453,11 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
                 others = ", ".join(o.row["submission"] for o in same if o is not g)
                 g.row["review"] = _clean("; ".join(filter(None, [f"duplicate identity: also {others}", g.row["review"]])),
                                          REVIEW_CHARS)
-    peers = grader.similarity.peers({g.row["submission"]: g.units for g in results if g.units})
+    review_start = time.monotonic()
+    flags = grader.similarity.review({g.row["submission"]: (g.code, g.bound) for g in results if g.code})
     for g in results:
-        if peers.get(g.row["submission"]):
-            g.row["review"] = _clean("; ".join(filter(None, [*peers[g.row["submission"]], g.row["review"]])),
-                                     REVIEW_CHARS)
+        add_review(g, flags.get(g.row["submission"], []))
+    log(f"  similarity review: {len(flags)} notebooks in {time.monotonic() - review_start:.1f} s")
     rows = [g.row for g in results]
     write_csv(out / "scores.csv", columns, rows)
     written = [q for q in grader.questions if q.written]
@@ -1191,6 +1472,7 @@ def grade(chapter: str, submissions: Path, out: Path, *, secret: bytes, build_di
             "auto_possible": fmt(grader.auto_possible(), p), "written_possible": fmt(grader.written_possible(), p),
             "possible": fmt(grader.auto_possible() + grader.written_possible(), p),
             "limits": grader.limits.__dict__, "confinement": grader.conf.kind if grader.conf else "none",
+            "cpu_capped": bool(grader.conf and grader.conf.cpu), "jobs": jobs,
             "calibration": calibration.__dict__ if calibration else None}
     (out / "grading.json").write_text(json.dumps(info, indent=1) + "\n")
     return rows
@@ -1225,18 +1507,24 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--harvest-timeout", type=int, default=None, help="seconds for one question's cases")
     g.add_argument("--memory", type=int, default=d.memory >> 20, help="MiB for all of a sandbox's processes")
     g.add_argument("--processes", type=int, default=d.processes, help="processes and threads a sandbox may have")
+    g.add_argument("--cpus", type=float, default=d.cpus, help="CPUs' worth of time a sandbox's processes may use "
+                                                               "together, where a CPU cgroup can be used (default 1)")
     g.add_argument("--profile", default=None, help="NCBOOK_PROFILE inside the sandbox (default: yours, else quick)")
     g.add_argument("--no-calibration", action="store_true", help="skip grading the solutions first")
     g.add_argument("--no-sandbox", action="store_true",
                    help="run submissions without bubblewrap, with your rights (only for notebooks you trust)")
     m = sub.add_parser("merge", help="add the written points of answers/*.csv to scores.csv and the feedback")
     m.add_argument("results", type=Path)
+    m.add_argument("--keep", action="append", default=[], metavar="SUBMISSION",
+                   help="for a student with several rows, the submission (file name or id) that counts (repeatable)")
     e = sub.add_parser("export", help="write a gradebook CSV (Canvas or Moodle) from scores.csv and a roster")
     e.add_argument("results", type=Path)
     e.add_argument("--roster", type=Path, required=True)
     e.add_argument("--format", choices=("canvas", "moodle"), required=True)
     e.add_argument("--name", default=None, help="the gradebook column (default: the chapter's name)")
     e.add_argument("--file", type=Path, default=None, help="where to write (default: <results>/export-<format>.csv)")
+    e.add_argument("--keep", action="append", default=[], metavar="SUBMISSION",
+                   help="for a student with several rows, the submission (file name or id) that counts (repeatable)")
     args = parser.parse_args(argv)
     if args.command == "secret":
         print(f"secret written to {write_secret(args.file)} (keep it private; the same secret gives the same "
@@ -1248,20 +1536,22 @@ def main(argv: list[str] | None = None) -> int:
               f"{out / 'assignment.json'}")
         return 0
     if args.command == "merge":
-        merge(args.results)
+        merge(args.results, keep=args.keep)
         return 0
     if args.command == "export":
         info = json.loads((args.results / "grading.json").read_text())
         export(args.results, Roster.load(args.roster), args.format, assignment=args.name or info["chapter"],
-               path=args.file)
+               path=args.file, keep=args.keep)
         return 0
     stem = _chapter_path(args.chapter).stem
     build_dir = args.build or ROOT / "assignments" / "build" / stem
     _, questions = load_assignment(build_dir)
     points = Points.of(questions, precision=args.precision, file=args.points, overrides=args.point)
     timed = any(v is not None for v in (args.timeout, args.cell_timeout, args.harvest_timeout))
+    if not 0.05 <= args.cpus <= 64:
+        raise SystemExit(f"--cpus must be between 0.05 and 64; got {args.cpus}")
     limits = Limits(args.timeout or d.notebook_timeout, args.cell_timeout or d.cell_timeout,
-                    args.harvest_timeout or d.harvest_timeout, args.memory << 20, args.processes)
+                    args.harvest_timeout or d.harvest_timeout, args.memory << 20, args.processes, cpus=args.cpus)
     start = time.monotonic()
     rows = grade(args.chapter, args.submissions, args.out, secret=read_secret(args.secret), build_dir=build_dir,
                  limits=limits, jobs=args.jobs, sandbox=not args.no_sandbox, profile=args.profile,

@@ -8,30 +8,45 @@ only ``ncbook.exercises._harvest`` (calling a function on cases, packing the ret
 The submission's code runs in this very process (an IPython shell, no kernel): whatever it rewrites here,
 the only numbers it can send back are numbers it computed itself. This file is never imported by the grader.
 
+Everything this process sends is a code, never a sentence: the grader reads cell indices, error kinds,
+exception class names (kept only when they are in its fixed list), numbers and time limits, and writes every
+sentence an instructor or a student reads itself. (A notebook that reaches this process's frames can change
+what it sends, but only among codes: no text of its choosing reaches the error column or a feedback page.)
+
 The protocol (JSON lines on stdin and stdout):
 
-1. in: ``{"cells": [source, ...], "cell_timeout": s, "cells_timeout": s, ...}``: the submission's code
-   cells that its graded functions need (nothing else of the notebook); they run in order.
-   out: ``{"event": "ready", "problems": [...]}`` (which cells raised, by exception name).
+1. in: ``{"cells": [source, ...], "functions": [name, ...], "cell_timeout": s, "cells_timeout": s, ...}``:
+   the submission's code cells that its graded functions need (nothing else of the notebook); they run in
+   order. out: ``{"event": "ready", "codes": [...], "bound": {...}}``: per cell that failed
+   ``{"cell": i, "code": "raised", "exception": name}`` or ``{"cell": i, "code": "cell_timeout", "seconds": s}``,
+   or ``{"cell": i, "code": "cells_time_limit"}`` where the cells' time ran out; and for each graded function
+   bound after the cells, where its code object was written: ``{"cell": i or None, "line": n, "name": s}``
+   (the similarity review compares that definition).
 2. in: ``{"stage": "public", "items": [...]}``; out: one ``{"event": "outcomes", "index": i, "npz": ...}``
    (or ``"error": "timeout"``) per item, then ``{"event": "stage-done"}``. An item names the exercise, the
    function, the functions outside the package its exercise forbids (watched, a signal only), the cases
-   (an ``.npz``, base64) and a time limit.
+   (an ``.npz``, base64) and a time limit. An outcome is a float64 array or an error kind, with the
+   exception's class name for the kind "exception" and nothing else.
 3. in: ``{"stage": "hidden", "items": [...]}``: the hidden cases, sent by the grader only after it has read
-   every public outcome; out: as in 2 (the grader keeps no text of this stage, numbers and error kinds only).
+   every public outcome; out: as in 2 (the grader keeps numbers and error kinds only).
 4. in: ``{"stage": "end"}`` or end of input: the process exits.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import importlib
+import inspect
 import json
 import os
+import re
 import resource
 import signal
 import sys
 import time
+
+_RAISED = re.compile(r"^raised ([A-Za-z_][A-Za-z0-9_]{0,59})(?::|$)")
 
 
 class _Timeout(BaseException):
@@ -94,25 +109,62 @@ class Judge:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
-    def cells(self, job: dict) -> list[str]:
-        problems = []
+    def _filenames(self) -> set:
+        return set(getattr(getattr(self.shell, "compile", None), "_filename_map", {}) or {})
+
+    def cells(self, job: dict) -> list[dict]:
+        """Run the cells in order; the codes of those that failed. Notes which compiled file names are which
+        cell's (for :meth:`bound`)."""
+        codes = []
+        self.files: dict[str, int] = {}
         deadline = time.monotonic() + job["cells_timeout"]
         for i, source in enumerate(job["cells"]):
             left = min(job["cell_timeout"], deadline - time.monotonic())
             if left <= 0:
-                problems.append(f"the time limit for the cells ({job['cells_timeout']} s) was reached")
+                codes.append({"cell": i, "code": "cells_time_limit"})
                 break
+            before = self._filenames()
             try:
                 result = self._timed(left, lambda: self.shell.run_cell(source, store_history=False, silent=True))
             except _Timeout:
-                problems.append(f"a needed cell stopped at its time limit ({int(left)} s)")
+                codes.append({"cell": i, "code": "cell_timeout", "seconds": int(left)})
                 continue
+            finally:
+                for name in self._filenames() - before:
+                    self.files.setdefault(name, i)
             error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
             if isinstance(error, _Timeout):
-                problems.append(f"a needed cell stopped at its time limit ({int(left)} s)")
+                codes.append({"cell": i, "code": "cell_timeout", "seconds": int(left)})
             elif error is not None and not isinstance(error, NotImplementedError):
-                problems.append(f"a needed cell raised {type(error).__name__[:60]}")
-        return problems
+                codes.append({"cell": i, "code": "raised", "exception": type(error).__name__[:60]})
+        return codes
+
+    def bound(self, functions: list[str]) -> dict:
+        """For each graded name bound after the cells: where the code object it runs was written (cell index,
+        first line, code name). Follows ``functools.partial``, bound methods, ``__wrapped__`` and callable
+        objects; nothing where the object gives no code."""
+        out = {}
+        for name in functions:
+            try:
+                obj = self.shell.user_ns.get(name)
+                for _ in range(10):
+                    if isinstance(obj, functools.partial):
+                        obj = obj.func
+                    elif inspect.ismethod(obj):
+                        obj = obj.__func__
+                    else:
+                        break
+                obj = inspect.unwrap(obj) if callable(obj) else obj
+                code = getattr(obj, "__code__", None)
+                if code is None and callable(obj):
+                    code = getattr(getattr(type(obj), "__call__", None), "__code__", None)
+                if code is None or not inspect.iscode(code):
+                    continue
+                out[name] = {"cell": self.files.get(code.co_filename), "line": int(code.co_firstlineno),
+                             "name": str(code.co_name)[:100]}
+            except Exception:  # noqa: BLE001 - whatever the object does, the report is only a signal
+                continue
+        return out
 
     def stage(self, items: list[dict]) -> None:
         harvest = sys.modules["ncbook.exercises._harvest"]  # the module as loaded before the cells ran
@@ -129,13 +181,22 @@ class Judge:
                                                                 "defined.")] * len(cases)
                 else:
                     outcomes = self._timed(item["timeout"], lambda: collect(student, cases, forbid))
+                outcomes = [Outcome(value=o.value, error=o.error, detail=_code(o)) for o in outcomes]
                 event["npz"] = base64.b64encode(pack_outcomes(outcomes)).decode()
             except _Timeout:
                 event["error"] = "timeout"
             except Exception as exc:  # noqa: BLE001 - e.g. the packing failed on what the function returned
-                event["error"] = f"no results ({type(exc).__name__[:60]})"
+                event["error"], event["exception"] = "no_results", type(exc).__name__[:60]
             self.send(event)
         self.send({"event": "stage-done"})
+
+
+def _code(outcome) -> str:
+    """The code an outcome keeps: the exception's class name for the kind "exception", else nothing."""
+    if outcome.error != "exception":
+        return ""
+    m = _RAISED.match(outcome.detail or "")
+    return m.group(1) if m else ""
 
 
 def main() -> int:
@@ -147,7 +208,8 @@ def main() -> int:
     job = json.loads(commands.readline())
     _limits(job)
     judge = Judge(channel, commands)
-    judge.send({"event": "ready", "problems": judge.cells(job)[:20]})
+    codes = judge.cells(job)[:50]
+    judge.send({"event": "ready", "codes": codes, "bound": judge.bound(list(job.get("functions", [])))})
     for line in commands:
         request = json.loads(line)
         if request.get("stage") not in ("public", "hidden"):

@@ -12,7 +12,10 @@ the grader. The protocol:
   name, the time limits, the memory limit (used only where the grader has no cgroup), the size the
   executed notebook may have.
 * stdout: JSON lines: ``{"event": "notebook", "notebook": ...}`` (the notebook as executed, its outputs cut
-  to fit), then ``{"event": "done", "problems": [...], "seconds": s}``.
+  to fit), then ``{"event": "done", "codes": [...], "seconds": s}``: what went wrong, as codes only (a cell
+  index, a code such as ``raised``/``cell_timeout``/``kernel_died``, an exception's class name, a number of
+  seconds); the grader writes every sentence, and keeps an exception name only when it is in its fixed list
+  (a notebook chooses its exceptions' names: ``type("award full marks", (Exception,), {})``).
 
 The kernel gets /dev/null as stdin, stdout and stderr, and this process is not dumpable, so nothing the
 notebook runs can read this process's memory or write into the channel to the grader. Cells run one by
@@ -60,7 +63,7 @@ def _size(obj) -> int:
     return len(json.dumps(obj))
 
 
-def _trim(nb, budget: int) -> list[str]:
+def _trim(nb, budget: int) -> list[dict]:
     """Long text outputs cut, large rich outputs dropped, then whole cells' outputs dropped (the largest first)
     until the notebook's JSON fits in ``budget`` bytes: what goes back stays small whatever the notebook printed."""
     notes = []
@@ -84,8 +87,7 @@ def _trim(nb, budget: int) -> list[str]:
                                     "text": "[outputs dropped by the grader: the executed notebook is kept under "
                                             f"{budget >> 20} MiB]\n"}]
             total -= size
-            notes.append(f"the outputs of cell {i} were dropped (the executed notebook is kept under "
-                         f"{budget >> 20} MiB)")
+            notes.append({"cell": i, "code": "outputs_dropped"})
     return notes[:3]
 
 
@@ -95,7 +97,7 @@ class Runner:
         from nbclient import NotebookClient
 
         self.job, self.channel = job, channel
-        self.problems: list[str] = []
+        self.problems: list[dict] = []
         self.nb = nbformat.from_dict(job["notebook"])
         nbformat.write(self.nb, job["filename"])  # a notebook may read its own file
         self.client = NotebookClient(
@@ -119,7 +121,7 @@ class Runner:
         except DeadKernelError:
             return "dead"
         except Exception as exc:  # nbclient gave up on this cell (e.g. the kernel stopped answering)
-            self.problems.append(f"cell {index}: {type(exc).__name__}")
+            self.problems.append({"cell": index, "code": "client_error", "exception": type(exc).__name__[:60]})
             return "timeout" if time.monotonic() - start >= self.client.timeout else "dead"
         return "timeout" if time.monotonic() - start >= self.client.timeout else "ok"
 
@@ -144,24 +146,22 @@ class Runner:
                 continue
             left = deadline - time.monotonic()
             if left < 1:
-                self.problems.append(f"notebook time limit ({job['notebook_timeout']} s) reached before cell {index}")
+                self.problems.append({"cell": index, "code": "notebook_time_limit"})
                 return None
             state = self._run(cell, index, min(job["cell_timeout"], left))
             if state == "dead":
-                self.problems.append(f"the kernel died in cell {index} (memory limit {job['memory'] >> 20} MiB, "
-                                     "or a crash)")
+                self.problems.append({"cell": index, "code": "kernel_died"})
                 return "died", index
             if state == "timeout":
-                limit = "cell" if job["cell_timeout"] <= left else "notebook"
-                self.problems.append(f"cell {index} stopped at the {limit} time limit "
-                                     f"({int(min(job['cell_timeout'], left))} s)")
+                limit = "cell_timeout" if job["cell_timeout"] <= left else "notebook_timeout"
+                self.problems.append({"cell": index, "code": limit, "seconds": int(min(job["cell_timeout"], left))})
                 if not self._alive():
-                    self.problems.append(f"the kernel did not stop after an interrupt in cell {index}")
+                    self.problems.append({"cell": index, "code": "kernel_stuck"})
                     return "stuck", index
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "error" and out.get("ename") not in ("NotImplementedError", "CellTimeout",
                                                                                  "KeyboardInterrupt"):
-                    self.problems.append(f"cell {index} raised {str(out.get('ename'))[:60]}")
+                    self.problems.append({"cell": index, "code": "raised", "exception": str(out.get("ename"))[:60]})
         return None
 
 
@@ -184,18 +184,19 @@ def main() -> int:
                 lost = runner.notebook(skip, deadline)
                 if lost is not None and attempt < 2 and deadline - time.monotonic() > 5:
                     # the kernel is gone or deaf: a fresh one runs the notebook again without that cell
-                    runner.problems.append(f"ran the notebook again without cell {lost[1]}")
+                    runner.problems.append({"cell": lost[1], "code": "rerun_without"})
                     skip.add(lost[1])
                     continue
             break
     except Exception as exc:  # the kernel would not start, or the client failed: say so, never hang
-        runner.problems.append(f"the notebook could not run ({type(exc).__name__}: {str(exc)[:200]})")
+        runner.problems.append({"code": "could_not_run", "exception": type(exc).__name__[:60]})
     finally:
         runner.problems += _trim(runner.nb, job.get("notebook_bytes", 8 << 20))
         runner.send({"event": "notebook", "notebook": runner.nb})
         sent = True
-    runner.send({"event": "done", "problems": list(dict.fromkeys(runner.problems)),
-                 "seconds": round(time.monotonic() - started, 1), "sent": sent})
+    unique = list({json.dumps(p, sort_keys=True): p for p in runner.problems}.values())
+    runner.send({"event": "done", "codes": unique[:50], "seconds": round(time.monotonic() - started, 1),
+                 "sent": sent})
     return 0
 
 

@@ -6,10 +6,12 @@ itself (``ncbook/exercises``: references, case generators, comparisons). The stu
 the package without them:
 
 * every ``ncbook`` function a graded exercise's reference executes (found by running it on its public cases
-  and on the hidden cases of a few secrets and students under ``sys.setprofile``), every ``forbid``
-  function and the other functions of each ``forbid`` function's private module is rewritten with
-  :mod:`ast` into a stub that raises "``ncbook.geometry.seli_geometry`` is not available while this
-  assignment is graded" (its code, docstring and comments gone; the rest of the module as before);
+  and on the hidden cases of a few secrets and students under ``sys.setprofile``), every function statically
+  reachable from those within the private modules they belong to (:func:`reachable`: a branch the cases
+  never took, such as ``ncbook.contrastive._solvers._solve_cvxpy`` beside the Newton route, serves the answer
+  as well), every ``forbid`` function and the other functions of each ``forbid`` function's private module is
+  rewritten with :mod:`ast` into a stub that raises "``ncbook.geometry.seli_geometry`` is not available while
+  this assignment is graded" (its code, docstring and comments gone; the rest of the module as before);
 * ``ncbook/exercises`` is replaced by a small module with the same public names whose ``check_*``
   functions only say that the check runs in the grader, and by ``_harvest.py`` (the calls and the
   packing of their numbers; no reference, no case generator, no comparison, no expected value);
@@ -176,6 +178,7 @@ def _removed_for(spec) -> set[Owner]:
                 cases += spec.hidden_cases(secret, student)
         for case in cases:
             found |= calls(lambda case=case: spec.expected(case), root)
+        found |= reachable({o for o in found if _removable(o)}, root)
     for fn in spec.forbid:
         owner = _owner_of_function(fn)
         if owner is None:
@@ -184,6 +187,141 @@ def _removed_for(spec) -> set[Owner]:
         if "._" in owner[0]:
             found |= _functions_of_module(owner[0])
     return {o for o in found if _removable(o)}
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def _module_source(module: str, root: Path) -> str:
+    rel = Path(*module.split(".")[1:])
+    path = root / (rel / "__init__.py" if (root / rel).is_dir() else rel.with_suffix(".py"))
+    return path.read_text()
+
+
+def _resolve_import(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module of ``from <node.module> import ...`` written in ``module`` (a ``.py`` module)."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")[:-node.level]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _references(node) -> tuple[set[str], set[str]]:
+    """(names read, attribute names used) anywhere inside ``node``."""
+    names, attrs = set(), set()
+    for x in ast.walk(node):
+        if isinstance(x, ast.Name):
+            names.add(x.id)
+        elif isinstance(x, ast.Attribute):
+            attrs.add(x.attr)
+    return names, attrs
+
+
+def reachable(start: set[Owner], root: Path | None = None) -> set[Owner]:
+    """Every function statically reachable from the functions ``start`` within the private modules they belong
+    to (``ncbook.<package>._<module>``), ``start`` included.
+
+    From a function: the functions and classes (every method of a class) of its module it names, what a
+    module-level assignment it names refers to (a dispatch table ``_ROUTES = {"cvxpy": _solve_cvxpy}``), the
+    functions of those modules it imports by name, and every function or method of those modules named like
+    an attribute it uses (``risk.grad``, ``_solvers.run_solver``): a generous closure, since what it removes is
+    only kept again where the chapter's own solution needs it. Functions of other modules are not followed.
+
+    Examples
+    --------
+    >>> found = reachable({("ncbook.contrastive._solvers", "run_solver")})
+    >>> ("ncbook.contrastive._solvers", "_solve_cvxpy") in found
+    True
+    """
+    root = Path(root or package_root())
+    modules = {m for m, _ in start if _private(m) and m not in KEEP_MODULES and not m.startswith(f"{PACKAGE}.exercises")}
+    if not modules:
+        return set(start)
+    funcs: dict[Owner, ast.AST] = {}              # every function and method of those modules
+    classes: dict[tuple[str, str], list[Owner]] = {}
+    assigned: dict[tuple[str, str], ast.AST] = {}  # module-level assignments
+    imported: dict[tuple[str, str], tuple[str, str]] = {}
+    by_name: dict[str, set[Owner]] = {}
+    for module in modules:
+        try:
+            tree = ast.parse(_module_source(module, root))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                funcs[(module, node.name)] = node
+                by_name.setdefault(node.name, set()).add((module, node.name))
+            elif isinstance(node, ast.ClassDef):
+                methods = []
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        owner = (module, f"{node.name}.{item.name}")
+                        funcs[owner] = item
+                        methods.append(owner)
+                        by_name.setdefault(item.name, set()).add(owner)
+                classes[(module, node.name)] = methods
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in (x for x in ast.walk(t) if isinstance(x, ast.Name)):
+                        assigned[(module, n.id)] = node.value
+            elif isinstance(node, ast.ImportFrom):
+                source = _resolve_import(module, node)
+                for a in node.names:
+                    imported[(module, a.asname or a.name)] = (source, a.name)
+
+    def targets_of(module: str, node) -> set[Owner]:
+        out: set[Owner] = set()
+        names, attrs = _references(node)
+        for attr in attrs:
+            out |= by_name.get(attr, set())
+        seen: set[tuple[str, str]] = set()
+        todo = [(module, n) for n in names]
+        while todo:
+            key = todo.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            if key in funcs:
+                out.add(key)
+            if key in classes:
+                out.update(classes[key])
+            if key in assigned:  # a table of functions: what its value names
+                more, more_attrs = _references(assigned[key])
+                todo += [(key[0], n) for n in more]
+                for attr in more_attrs:
+                    out |= by_name.get(attr, set())
+            if key in imported and imported[key][0] in modules:
+                todo.append(imported[key])
+        return out
+
+    found, todo = set(start), [o for o in start if o in funcs]
+    while todo:
+        owner = todo.pop()
+        for target in targets_of(owner[0], funcs[owner]):
+            if target not in found:
+                found.add(target)
+                todo.append(target)
+    return found
+
+
+def reference_owners(spec) -> set[Owner]:
+    """The exercise-module functions that compute ``spec``'s expected values: its reference (where it is a
+    function written in ``ncbook/exercises``) and the exercise-module functions it executes on its public cases
+    (the public repository holds them: a copy pasted into a submission is compared as the package's code is).
+    The checks' own machinery (``_core``, ``_harvest``) is not among them."""
+    root = package_root()
+    found: set[Owner] = set()
+    owner = _owner_of_function(spec.reference) if spec.reference is not None else None
+    if owner is not None and owner[0].startswith(f"{PACKAGE}.exercises") and "<lambda>" not in owner[1]:
+        found.add(owner)
+    if spec.reference is not None:
+        for case in spec.public_cases():
+            found |= {o for o in calls(lambda case=case: spec.expected(case), root)
+                      if o[0].startswith(f"{PACKAGE}.exercises.") and
+                      o[0] not in (f"{PACKAGE}.exercises._core", f"{PACKAGE}.exercises._harvest")}
+    return {o for o in found if "<lambda>" not in o[1]}
 
 
 def external_forbidden(spec) -> list[str]:

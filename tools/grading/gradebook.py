@@ -1,18 +1,22 @@
 """Grades ready for a gradebook: roster, points, written points merged into totals, exports, feedback pages.
 
 * :class:`Roster`: a CSV of the class (``student_id``, ``name``, ``lms_id``; optional ``email``, ``login``,
-  ``section``) that maps a submission to a student: by the LMS id in the file name a learning management
-  system gives a download (Canvas ``name_12345_67890_file.ipynb``: the user id; Moodle
-  ``Full Name_123456_assignsubmission_file_file.ipynb``: the participant id), else by the notebook's
-  ``STUDENT`` cell (a student id, an email or a name).
+  ``section``) that maps a submission to a student: by the LMS id at its fixed place in the file name a
+  learning management system gives a download (Canvas ``name_12345_67890_file.ipynb``: the user id; Moodle
+  ``Full Name_123456_assignsubmission_file_file.ipynb``: the participant id), which the ``STUDENT`` cell never
+  overrides (a disagreement is flagged); only a name without one is matched by the notebook's ``STUDENT``
+  cell (a student id, an email or a name).
 * :class:`Points`: the points of every part (``<label>.public``, ``<label>.hidden``, ``<label>.written``),
   integers by default or a declared number of decimals, from the built assignment, a small points file
   and the command line; exact decimal arithmetic.
 * :func:`merge`: the filled ``answers/*.csv`` points into ``scores.csv`` (and the feedback pages), so that
   ``total`` includes the written points.
-* :func:`export`: a CSV that Canvas's or Moodle's gradebook import takes.
+* :func:`export`: a CSV that Canvas's or Moodle's gradebook import takes. Both refuse a results folder with
+  two rows of one id, and a student with several rows unless the instructor names the one to keep.
 * :func:`feedback_html`: one readable page per student: points, the public checks' messages, how many
-  hidden cases passed (never a hidden input), the written points once merged.
+  hidden cases passed (only how many: never a hidden input, nor which case failed or how), the written
+  points once merged.
+* :func:`csv_safe`: every CSV field a student's text reaches is neutralised for spreadsheets.
 """
 
 from __future__ import annotations
@@ -36,13 +40,55 @@ def _csv_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet may read as the start of a formula (OWASP's list): a field starting so is neutralised."""
+
+
+def csv_safe(value) -> str:
+    """A CSV field a spreadsheet shows as text: a value starting with one of :data:`FORMULA_STARTS` gets a
+    leading apostrophe (the usual neutralisation); anything else is unchanged. Idempotent.
+
+    Parameters
+    ----------
+    value : object
+        The field (``None`` is written as ``""``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> csv_safe('=HYPERLINK("http://x","y")'), csv_safe("@SUM(1)"), csv_safe("plain"), csv_safe(None)
+    ('\'=HYPERLINK("http://x","y")', "'@SUM(1)", 'plain', '')
+    >>> csv_safe(csv_safe("-2")) == "'-2"
+    True
+    """
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_safe_row(row: dict) -> dict:
+    """Every field of ``row`` through :func:`csv_safe`."""
+    return {k: csv_safe(v) for k, v in row.items()}
+
+
 def write_csv(path: Path, header: list[str], rows: list[dict]) -> None:
-    """Write a CSV atomically (a temporary file, then a rename): a reader never sees half a file."""
+    """Write a CSV atomically (a temporary file, then a rename): a reader never sees half a file. Every field
+    goes through :func:`csv_safe`: a student's text (a file name, an answer, a ``STUDENT`` value) never
+    reaches a spreadsheet as a formula."""
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(csv_safe_row(r) for r in rows)
+    os.replace(tmp, path)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace a file atomically (a temporary file, then a rename)."""
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -110,19 +156,73 @@ class Roster:
         return cls(students)
 
     def match(self, file_name: str, stated: str | None) -> tuple[Student | None, str]:
-        """The roster's student of a submission: by an LMS id among the file name's ``_``-separated numbers (the
-        name LMS downloads carry), else by the ``STUDENT`` value (id, email or name, case and spaces ignored)."""
-        tokens = set(re.findall(r"(?:^|_)(\d+)(?=_|\.|$)", file_name))
-        by_lms = [s for s in self.students if s.lms_id and s.lms_id in tokens]
-        if len(by_lms) == 1:
-            return by_lms[0], "LMS id in the file name"
+        """(student or None, how it was matched): :meth:`identify` without its notes."""
+        student, how, _ = self.identify(file_name, stated)
+        return student, how
+
+    def identify(self, file_name: str, stated: str | None) -> tuple[Student | None, str, list[str]]:
+        """The roster's student of a submission: (student or None, how it was matched, notes for ``review``).
+
+        The LMS id is read at its fixed place in the LMS's download name (:func:`lms_id_in`: Canvas
+        ``name_[LATE_]<user id>_<submission id>_...``, Moodle ``..._<participant id>_assignsubmission_...``),
+        never picked from other numbers of the name. A name with an LMS id is that student's, whatever the
+        notebook's ``STUDENT`` cell says (a disagreement is a note); an id the roster lacks matches no one.
+        Only a name without an LMS id is matched by the ``STUDENT`` value (id, email, login or name; case and
+        spaces ignored).
+
+        Examples
+        --------
+        >>> r = Roster([Student("s1", "Ann Lee", "111"), Student("s2", "Bo Chan", "222")])
+        >>> r.identify("leeann_111_9002_hw.ipynb", None)[:2]
+        (Student(student_id='s1', name='Ann Lee', lms_id='111', email='', login='', section=''), 'LMS id in the file name')
+        >>> r.identify("leeann_111_9002_hw_222.ipynb", "s2")[2]
+        ["the STUDENT cell says 's2' but the file name's LMS id 111 is Ann Lee's (s1): graded as s1"]
+        """
+        lms = lms_id_in(file_name)
+        if lms is not None:
+            hits = [s for s in self.students if s.lms_id == lms]
+            if not hits:
+                return None, "not in the roster", [f"the LMS id {lms} in the file name is not in the roster"]
+            student, notes = hits[0], []
+            if stated and not self._is(student, stated):
+                notes.append(f"the STUDENT cell says {stated!r} but the file name's LMS id {lms} is "
+                             f"{student.name}'s ({student.student_id}): graded as {student.student_id}")
+            return student, "LMS id in the file name", notes
         if stated:
             key = _fold(stated)
             for attr in ("student_id", "email", "login", "name"):
                 hits = [s for s in self.students if getattr(s, attr) and _fold(getattr(s, attr)) == key]
                 if len(hits) == 1:
-                    return hits[0], f"STUDENT cell ({attr.replace('_', ' ')})"
-        return None, "not in the roster"
+                    return hits[0], f"STUDENT cell ({attr.replace('_', ' ')})", []
+        return None, "not in the roster", []
+
+    @staticmethod
+    def _is(student: Student, stated: str) -> bool:
+        key = _fold(stated)
+        return any(getattr(student, a) and _fold(getattr(student, a)) == key
+                   for a in ("student_id", "email", "login", "name", "lms_id"))
+
+
+_CANVAS = re.compile(r"^[^_]+_(?:LATE_)?(\d+)_\d+_")
+_MOODLE = re.compile(r"_(\d+)_assignsubmission_")
+
+
+def lms_id_in(file_name: str) -> str | None:
+    """The LMS id at its fixed place in an LMS download's file name, or None.
+
+    Moodle ``Full Name_<participant id>_assignsubmission_file_<name>``; Canvas
+    ``<lastfirst>_[LATE_]<user id>_<submission id>_<name>`` (the first ``_``-separated field is the student's
+    name without underscores). Numbers elsewhere in the name never count.
+
+    Examples
+    --------
+    >>> lms_id_in("smithcarol_12345_998877_seli.ipynb"), lms_id_in("smithcarol_LATE_12345_998877_seli_222.ipynb")
+    ('12345', '12345')
+    >>> lms_id_in("Dan Ng_654321_assignsubmission_file_seli.ipynb"), lms_id_in("x_999_y.ipynb")
+    ('654321', None)
+    """
+    m = _MOODLE.search(file_name) or _CANVAS.match(file_name)
+    return m.group(1) if m else None
 
 
 # --------------------------------------------------------------------------- points
@@ -258,9 +358,10 @@ _STYLE = ("body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem aut
 def feedback_html(record: dict) -> str:
     """One student's feedback page (a self-contained HTML file) from the record the grader keeps.
 
-    Shows the points per question, each public check's message, how many hidden cases passed (and the kind
-    of the first failure), the written points once merged, and the problems the run met. Every text is
-    escaped; no hidden input or expected value is in a record.
+    Shows the points per question, each public check's message, how many hidden cases passed (only how many:
+    a function that sees every hidden case could choose which fail, and how, to pass out a few bits a
+    regrade), the written points once merged, and the problems the run met. Every text is escaped; no hidden
+    input or expected value is in a record.
     """
     e = html.escape
     p = record["precision"]
@@ -290,7 +391,7 @@ def feedback_html(record: dict) -> str:
                     f"{e(pts(part['public']))} earned.</p>",
                     f"<pre>{e(part['message'])}</pre>",
                     f"<p>Hidden cases ({e(pts(part['hidden_possible']))}): {part['hidden_passed']} of "
-                    f"{part['hidden_total']} passed{e(part['hidden_note'])}, {e(pts(part['hidden']))} earned.</p>"]
+                    f"{part['hidden_total']} passed, {e(pts(part['hidden']))} earned.</p>"]
     if record.get("problems"):
         out += ["<h2>Problems while grading</h2>", "<ul>"] + \
                [f"<li>{e(x)}</li>" for x in record["problems"]] + ["</ul>"]
@@ -299,23 +400,59 @@ def feedback_html(record: dict) -> str:
 
 
 # --------------------------------------------------------------------------- merge and export
-def merge(out: Path, log=print) -> list[dict]:
+def _one_row_each(rows: list[dict], keep, where: Path) -> dict[str, dict]:
+    """student_id -> the one row of each roster student: refuses (SystemExit) two rows of one ``id``, and a
+    student with several rows unless ``keep`` (submission file names, or row ids) names exactly one of them."""
+    ids: dict[str, int] = {}
+    for r in rows:
+        ids[r["id"]] = ids.get(r["id"], 0) + 1
+    twice = sorted(i for i, n in ids.items() if n > 1)
+    if twice:
+        raise SystemExit(f"{where}: the id {twice[0]!r} names {ids[twice[0]]} rows; every row must have an id of its "
+                         "own (grade the folder again into a new results folder)")
+    keep = set(keep or ())
+    by_student: dict[str, list[dict]] = {}
+    for r in rows:
+        if r.get("student_id"):
+            by_student.setdefault(r["student_id"], []).append(r)
+    chosen, unsure = {}, []
+    for sid, mine in by_student.items():
+        kept = [r for r in mine if r["submission"] in keep or r["id"] in keep]
+        if len(mine) == 1 and not kept:
+            chosen[sid] = mine[0]
+        elif len(kept) == 1:
+            chosen[sid] = kept[0]
+        else:
+            unsure.append((sid, mine, kept))
+    if unsure:
+        lines = [f"  {sid}: {', '.join(repr(r['submission']) for r in mine)}"
+                 + (f" (--keep names {len(kept)} of them)" if kept else "") for sid, mine, kept in unsure]
+        raise SystemExit(f"{where}: {len(unsure)} student(s) have several rows; say which submission counts with "
+                         "--keep <submission> (once per student; the review column says why each was matched):\n"
+                         + "\n".join(lines))
+    return chosen
+
+
+def merge(out: Path, log=print, *, keep=()) -> list[dict]:
     """Put the filled ``answers/*.csv`` points into ``scores.csv`` and the feedback pages; return the rows.
 
     Each answers file has ``id, student, submission, question, answer, points``; a blank ``points`` is "not
     graded yet". ``total`` becomes autograded plus written points (of the written questions graded so far).
+    ``keep``: the submissions (file names or ids) that count for students with several rows.
 
     Raises
     ------
     SystemExit
-        A malformed answers file, an unknown question or id, or points outside ``[0, written possible]`` or
-        with more decimals than declared (naming the file and line).
+        A malformed answers file, an unknown question or id, points outside ``[0, written possible]`` or
+        with more decimals than declared (naming the file and line); two rows with one id; a roster student
+        with several rows that ``keep`` does not settle.
     """
     out = Path(out)
     info = json.loads((out / "grading.json").read_text())
     points = Points.from_dict(info["points"])
     p = points.precision
     rows = _csv_rows(out / "scores.csv")
+    _one_row_each(rows, keep, out / "scores.csv")
     by_id = {r["id"]: r for r in rows}
     written_labels = info["written"]
     filled: dict[tuple[str, str], Decimal] = {}
@@ -359,8 +496,8 @@ def merge(out: Path, log=print) -> list[dict]:
                     d = filled.get((r["id"], q["label"]))
                     q["written"] = None if d is None else str(d)
             record["total"], record["written_done"] = r["total"], complete
-            record_path.write_text(json.dumps(record, indent=1))
-            (out / "feedback" / f"{r['id']}.html").write_text(feedback_html(record))
+            write_text(record_path, json.dumps(record, indent=1))
+            write_text(out / "feedback" / f"{r['id']}.html", feedback_html(record))
     write_csv(out / "scores.csv", info["columns"], rows)
     log(f"merged written points into {out / 'scores.csv'}: {len(filled)} answers graded"
         + (f", {missing} still blank (their points are not in total yet)" if missing else ""))
@@ -383,38 +520,46 @@ MOODLE_COLUMNS = ["Identifier", "Full name", "Email address", "Status", "Grade",
                   "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
 
 
+class _SafeWriter:
+    """A :func:`csv.writer` whose every field goes through :func:`csv_safe`."""
+
+    def __init__(self, writer):
+        self.writer = writer
+
+    def writerow(self, row):
+        self.writer.writerow([csv_safe(v) for v in row])
+
+
 def export(out: Path, roster: Roster, fmt_name: str, *, assignment: str, path: Path | None = None,
-           log=print) -> Path:
+           log=print, keep=()) -> Path:
     """Write ``out/export-<format>.csv`` (or ``path``): one row per roster student with a graded submission.
 
-    ``total`` is the points (after :func:`merge`, autograded plus written). A student with two submissions
-    gets the row of the last by file name, and is named in the log; submissions not in the roster are left
-    out (named in the log).
+    ``total`` is the points (after :func:`merge`, autograded plus written). Submissions not in the roster are
+    left out (named in the log). Every field goes through :func:`csv_safe`.
 
     Raises
     ------
     SystemExit
-        An unknown format, or ``scores.csv`` without the roster columns.
+        An unknown format; ``scores.csv`` with two rows of one id; a student with several rows (two files
+        matched to one student) unless ``keep`` (submission file names or ids) names the one that counts.
     """
     out = Path(out)
     info = json.loads((out / "grading.json").read_text())
     p = int(info["points"]["precision"])
+    if fmt_name not in ("canvas", "moodle"):
+        raise SystemExit(f"unknown export format {fmt_name!r}: canvas or moodle")
     rows = _csv_rows(out / "scores.csv")
-    by_student: dict[str, dict] = {}
+    by_student = _one_row_each(rows, keep, out / "scores.csv")
     for r in sorted(rows, key=lambda r: r["submission"]):
         if not r.get("student_id"):
             log(f"  not exported (not in the roster): {r['submission']}")
-            continue
-        if r["student_id"] in by_student:
-            log(f"  {r['student_id']} has several submissions; exported: {r['submission']}")
-        by_student[r["student_id"]] = r
     blank = [r["submission"] for r in by_student.values() if any(r.get(f"{w} written", "") == ""
                                                                  for w in info["written"])]
     if blank:
         log(f"  warning: {len(blank)} exported rows lack written points (fill answers/*.csv, then merge)")
     possible = info["possible"]
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = _SafeWriter(csv.writer(buffer, lineterminator="\r\n"))
     if fmt_name == "canvas":
         writer.writerow(CANVAS_COLUMNS + [assignment])
         writer.writerow(["Points Possible", "", "", "", ""] + [possible])
@@ -435,6 +580,6 @@ def export(out: Path, roster: Roster, fmt_name: str, *, assignment: str, path: P
     else:
         raise SystemExit(f"unknown export format {fmt_name!r}: canvas or moodle")
     target = Path(path or out / f"export-{fmt_name}.csv")
-    target.write_text(buffer.getvalue(), encoding="utf-8")
+    write_text(target, buffer.getvalue())
     log(f"exported {len(by_student)} students to {target} ({fmt_name}; points with {p} decimals)")
     return target

@@ -9,10 +9,15 @@ HOME, ``/tmp`` and ``/dev/shm`` are private in-memory folders of a limited size;
 namespace (everything it started ends with it); no capabilities; a fresh environment.
 
 Limits are enforced by the kernel where it can (:class:`Confinement`): a memory cgroup caps every process
-of the sandbox *together*, shared memory and its in-memory folders included, and a pids cgroup caps the
-number of tasks (cgroup v2 ``memory.max``/``pids.max``, or v1 ``memory.limit_in_bytes``/``pids.max``, or a
-systemd scope). Where no cgroup can be made the runner falls back to per-process rlimits (weaker: shared
-memory and the sum over processes are not capped); ``grade`` prints which applies. The grader reads a
+of the sandbox *together*, shared memory and its in-memory folders included, a pids cgroup caps the
+number of tasks, and a CPU cgroup caps the CPU time its processes get together, about one CPU by default
+(cgroup v2 ``memory.max``/``pids.max``/``cpu.max``, or v1 ``memory.limit_in_bytes``/``pids.max``/
+``cpu.cfs_quota_us``, or a systemd scope's ``MemoryMax``/``TasksMax``/``CPUQuota``). A sandbox that starts
+many busy processes (each in a session of its own) then slows itself, not a classmate graded beside it
+against the same wall-clock limits. Where no CPU controller can be used, the memory and task caps still
+hold and ``grade`` says that CPU is shared; where no cgroup can be made at all the runner falls back to
+per-process rlimits (weaker: shared memory, the sum over processes and CPU are not capped); ``grade`` prints
+which applies. The grader reads a
 sandbox's output with a byte cap and per-step deadlines (:class:`Channel`), so no output can fill its
 memory and no silence can hold a job slot past its limit.
 """
@@ -47,7 +52,8 @@ class Limits:
     question's functions on its public cases (and again on its hidden cases); ``memory``: bytes for every
     process of a sandbox together, shared memory and in-memory folders included; ``processes``: tasks
     (processes and threads); ``folder``: bytes of each writable in-memory folder; ``notebook_bytes``: size
-    of the executed notebook kept (outputs cut to fit).
+    of the executed notebook kept (outputs cut to fit); ``cpus``: CPU time a second for all of a sandbox's
+    processes together, in CPUs (1.0: one CPU), where a CPU controller is available.
     """
 
     notebook_timeout: int = 600
@@ -57,6 +63,7 @@ class Limits:
     processes: int = 512
     folder: int = 512 << 20
     notebook_bytes: int = 8 << 20
+    cpus: float = 1.0
 
     def run_wall(self) -> int:
         """The most seconds a run sandbox lives (its cells, plus starting and stopping a kernel)."""
@@ -251,22 +258,36 @@ def _write(path: Path, value) -> None:
         f.write(str(value))
 
 
+CPU_PERIOD_US = 100_000  # the scheduler period of a CPU quota: 100 ms, the kernel's default
+
+
+def _cpu_quota_us(cpus: float) -> int:
+    """The quota (microseconds a period) of ``cpus`` CPUs, at least 1 ms."""
+    return max(1000, int(round(cpus * CPU_PERIOD_US)))
+
+
 @dataclass
 class Confinement:
-    """How a sandbox's memory and tasks are capped: ``kind`` is "cgroup v2", "cgroup v1", "systemd scope" or
-    "rlimits" (the weaker fallback); ``roots`` the parent cgroup folders (v2: one; v1: memory, pids)."""
+    """How a sandbox's memory, tasks and CPU are capped: ``kind`` is "cgroup v2", "cgroup v1", "systemd scope" or
+    "rlimits" (the weaker fallback); ``roots`` the parent cgroup folders (v2: one; v1: memory, pids and, where
+    the machine has a writable one, cpu); ``cpu``: whether the CPU time of a sandbox is capped too."""
 
     kind: str
     roots: dict[str, Path] = field(default_factory=dict)
+    cpu: bool = False
 
     @property
     def note(self) -> str:
         if self.kind == "rlimits":
             return ("limits: no writable cgroup and no systemd scope here, so each process gets rlimits (data "
-                    "size, processes of its user, file size): weaker, a sandbox's processes together and its "
-                    "shared memory are not capped")
+                    "size, processes of its user, file size): weaker, a sandbox's processes together, its "
+                    "shared memory and its CPU time are not capped (a notebook that starts many busy processes "
+                    "slows the notebooks graded beside it)")
+        cpu = ("; CPU time (a CPU quota for all of a sandbox's processes together)" if self.cpu else
+               "; CPU time is NOT capped (no usable CPU controller here): a notebook that starts many busy "
+               "processes slows the notebooks graded beside it, against the same wall-clock limits")
         return (f"limits: {self.kind} (memory of all of a sandbox's processes together, its shared memory and "
-                "in-memory folders included; number of tasks)")
+                f"in-memory folders included; number of tasks{cpu})")
 
     def wrap(self, cmd: list[str], limits: Limits) -> tuple[list[str], "Cage"]:
         """``cmd`` made to run inside a new cgroup (or scope) with ``limits``; the :class:`Cage` to clean up."""
@@ -280,39 +301,60 @@ class Cage:
     def __init__(self, confinement: Confinement, limits: Limits):
         self.confinement, self.limits = confinement, limits
         self.dirs: dict[str, Path] = {}
+        self.ended = False
         name = f"sandbox-{uuid.uuid4().hex[:12]}"
         kind = confinement.kind
-        if kind == "cgroup v2":
-            d = confinement.roots["unified"] / name
-            d.mkdir()
-            _write(d / "memory.max", limits.memory)
-            if (d / "memory.swap.max").exists():
-                _write(d / "memory.swap.max", 0)
-            _write(d / "pids.max", limits.processes)
-            self.dirs["unified"] = d
-        elif kind == "cgroup v1":
-            for controller in ("memory", "pids"):
-                d = confinement.roots[controller] / name
+        try:
+            if kind == "cgroup v2":
+                d = confinement.roots["unified"] / name
                 d.mkdir()
-                self.dirs[controller] = d
-            _write(self.dirs["memory"] / "memory.limit_in_bytes", limits.memory)
-            if (self.dirs["memory"] / "memory.memsw.limit_in_bytes").exists():
-                try:
-                    _write(self.dirs["memory"] / "memory.memsw.limit_in_bytes", limits.memory)
-                except OSError:
-                    pass
-            _write(self.dirs["pids"] / "pids.max", limits.processes)
+                self.dirs["unified"] = d
+                _write(d / "memory.max", limits.memory)
+                if (d / "memory.swap.max").exists():
+                    _write(d / "memory.swap.max", 0)
+                _write(d / "pids.max", limits.processes)
+                if confinement.cpu:
+                    _write(d / "cpu.max", f"{_cpu_quota_us(limits.cpus)} {CPU_PERIOD_US}")
+            elif kind == "cgroup v1":
+                for controller in ("memory", "pids", "cpu"):
+                    if controller in confinement.roots and (controller != "cpu" or confinement.cpu):
+                        d = confinement.roots[controller] / name
+                        d.mkdir()
+                        self.dirs[controller] = d
+                _write(self.dirs["memory"] / "memory.limit_in_bytes", limits.memory)
+                if (self.dirs["memory"] / "memory.memsw.limit_in_bytes").exists():
+                    try:
+                        _write(self.dirs["memory"] / "memory.memsw.limit_in_bytes", limits.memory)
+                    except OSError:
+                        pass
+                _write(self.dirs["pids"] / "pids.max", limits.processes)
+                if "cpu" in self.dirs:
+                    _write(self.dirs["cpu"] / "cpu.cfs_period_us", CPU_PERIOD_US)
+                    _write(self.dirs["cpu"] / "cpu.cfs_quota_us", _cpu_quota_us(limits.cpus))
+        except OSError:
+            self.close()
+            raise
 
     def prefix(self) -> list[str]:
         if self.confinement.kind == "systemd scope":
+            cpu = ["-p", f"CPUQuota={int(round(100 * self.limits.cpus))}%"] if self.confinement.cpu else []
             return ["systemd-run", "--user", "--scope", "--quiet", "-p", f"MemoryMax={self.limits.memory}",
-                    "-p", "MemorySwapMax=0", "-p", f"TasksMax={self.limits.processes}"]
+                    "-p", "MemorySwapMax=0", "-p", f"TasksMax={self.limits.processes}", *cpu]
         if not self.dirs:
             return []
         procs = [str(d / "cgroup.procs") for d in self.dirs.values()]
-        script = " && ".join(f'echo $$ > "${i}"' for i in range(len(procs))) + f" && shift {len(procs) - 1}" * \
-            (len(procs) > 1) + ' && exec "$@"'
-        return ["/bin/sh", "-c", script, *procs]
+        script = " && ".join(f'echo $$ > "${i}"' for i in range(1, len(procs) + 1)) + f" && shift {len(procs)}" + \
+            ' && exec "$@"'
+        return ["/bin/sh", "-c", script, "sh", *procs]
+
+    def cpu_stat(self) -> dict[str, int]:
+        """The CPU controller's counters of this sandbox (``nr_periods``, ``nr_throttled``, ...), {} without one."""
+        d = self.dirs.get("cpu") or (self.dirs.get("unified") if self.confinement.cpu else None)
+        try:
+            return {k: int(v) for k, v in (line.split() for line in (d / "cpu.stat").read_text().splitlines())} \
+                if d is not None else {}
+        except (OSError, ValueError):
+            return {}
 
     def events(self) -> list[str]:
         """What limit the sandbox reached, read before the cgroup goes."""
@@ -339,8 +381,11 @@ class Cage:
             pass
         return found
 
-    def close(self) -> None:
-        """Kill whatever is left in the cgroup(s) and remove them."""
+    def close(self) -> bool:
+        """Kill whatever is left in the cgroup(s) and remove them; True when every one is gone (no process of the
+        sandbox is left anywhere). Without a cgroup (a systemd scope, rlimits) True: its PID namespace ended
+        with its first process."""
+        gone = True
         for d in self.dirs.values():
             for _ in range(100):
                 try:
@@ -363,6 +408,9 @@ class Cage:
                     break
                 except OSError:
                     time.sleep(0.05)
+            gone = gone and not d.exists()
+        self.ended = gone
+        return gone
 
 
 def _probe(make) -> bool:
@@ -378,45 +426,58 @@ def _probe(make) -> bool:
 
 def confinement() -> Confinement:
     """The strongest way to cap a sandbox this machine allows (a cgroup this process may create, else a systemd
-    user scope, else rlimits)."""
+    user scope, else rlimits), with its CPU time capped where a CPU controller can be used."""
     own = _own_cgroups()
     mounts = _mounts()
     probe_limits = Limits(memory=256 << 20, processes=64)
-    for mount, fstype, options in mounts:  # v2, delegated: memory and pids enabled for children
+    for mount, fstype, options in mounts:  # v2, delegated: memory and pids (and cpu) enabled for children
         if fstype == "cgroup2" and "" in own:
             root = Path(mount) / own[""].lstrip("/") / "ncbook-grade"
             try:
                 root.mkdir(exist_ok=True)
-                controllers = (root.parent / "cgroup.subtree_control").read_text().split()
+                controllers = set((root.parent / "cgroup.subtree_control").read_text().split())
+                if {"memory", "pids"} <= controllers and "cpu" not in \
+                        set((root / "cgroup.subtree_control").read_text().split()):
+                    wanted = [c for c in ("memory", "pids", "cpu") if c in controllers]
+                    _write(root / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+            except OSError:
+                pass
+            try:
+                enabled = set((root / "cgroup.subtree_control").read_text().split())
             except OSError:
                 continue
-            if {"memory", "pids"} <= set(controllers):
-                c = Confinement("cgroup v2", {"unified": root})
-                if _probe(lambda: Cage(c, probe_limits)):
-                    return c
+            if {"memory", "pids"} <= enabled:
+                for cpu in (("cpu" in enabled), False):
+                    c = Confinement("cgroup v2", {"unified": root}, cpu=cpu)
+                    if _probe(lambda: Cage(c, probe_limits)):
+                        return c
     roots = {}
-    for controller in ("memory", "pids"):
+    for controller in ("memory", "pids", "cpu"):
         mount = next((m for m, t, o in mounts if t == "cgroup" and controller in o), None)
         if mount is None or controller not in own:
-            break
+            continue
         roots[controller] = Path(mount) / own[controller].lstrip("/") / "ncbook-grade"
-    if len(roots) == 2:
-        try:
-            for r in roots.values():
-                r.mkdir(exist_ok=True)
-            c = Confinement("cgroup v1", roots)
-            if _probe(lambda: Cage(c, probe_limits)):
-                return c
-        except OSError:
-            pass
+    if {"memory", "pids"} <= set(roots):
+        for cpu in (("cpu" in roots), False):
+            try:
+                kept = {k: r for k, r in roots.items() if k != "cpu" or cpu}
+                for r in kept.values():
+                    r.mkdir(exist_ok=True)
+                c = Confinement("cgroup v1", kept, cpu=cpu)
+                if _probe(lambda: Cage(c, probe_limits)):
+                    return c
+            except OSError:
+                continue
     if shutil.which("systemd-run"):
-        try:
-            ok = subprocess.run(["systemd-run", "--user", "--scope", "--quiet", "-p", "TasksMax=64", "true"],
-                                capture_output=True, timeout=20).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        if ok:
-            return Confinement("systemd scope")
+        for cpu in (True, False):
+            extra = ["-p", "CPUQuota=100%"] if cpu else []
+            try:
+                ok = subprocess.run(["systemd-run", "--user", "--scope", "--quiet", "-p", "TasksMax=64", *extra,
+                                     "true"], capture_output=True, timeout=20).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+            if ok:
+                return Confinement("systemd scope", cpu=cpu)
     return Confinement("rlimits")
 
 

@@ -7,8 +7,9 @@ be a regular file of at most :data:`MAX_NOTEBOOK_BYTES`, decoded as UTF-8 and pa
 integer, a nesting bomb or a wrong type anywhere is a :class:`NotebookError` naming the cause), and only
 its cells' sources and our own cell metadata are kept (outputs, attachments and other metadata are
 dropped), each field checked for its type. Output file names are unique per entry (:func:`slug`: a
-readable stem and a hash of the exact name), so ``carol smith.ipynb`` and ``carol_smith.ipynb`` never write
-the same files.
+readable stem and 128 bits of a hash of the exact name), so ``carol smith.ipynb`` and ``carol_smith.ipynb``
+never write the same files; an entry whose stem is already used in the folder (a hash collision someone
+searched for) is refused (:func:`entries`), and the grader creates every output file with ``O_EXCL``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ MAX_CELLS = 5_000
 MAX_CELL_CHARS = 1_000_000
 MAX_SOURCE_CHARS = 4_000_000
 MAX_ANSWER_CHARS = 20_000
+SLUG_HEX = 32  # hex digits of the name's hash in an output stem: 128 bits
 _PROMPT = re.compile(r"^\s*\*\*Your answer \((?P<title>[^)]+)\)\.\*\*\s*(Write it here\.)?")
 
 
@@ -42,7 +44,8 @@ class Entry:
     """One entry of the submissions folder, as listed (never followed).
 
     ``name``: the name as shown (printable; undecodable bytes replaced); ``raw``: its exact bytes;
-    ``kind``: "file", "symlink", "folder" or "other"; ``slug``: the unique stem of its output files.
+    ``kind``: "file", "symlink", "folder", "other" or "collision" (its stem is another entry's); ``slug``: the
+    unique stem of its output files.
     """
 
     name: str
@@ -60,22 +63,43 @@ def display_name(raw: bytes, limit: int = 200) -> str:
 
 
 def slug(raw: bytes) -> str:
-    """A unique, portable stem for an entry's output files: readable letters of its name, then the first 8 hex
-    digits of the sha256 of the exact name (``carol smith`` and ``carol_smith`` differ there).
+    """A unique, portable stem for an entry's output files: readable letters of its name, then the first
+    :data:`SLUG_HEX` hex digits (128 bits) of the sha256 of the exact name: ``carol smith`` and
+    ``carol_smith`` differ there, and no one can search out another name with the same stem (32 bits took
+    one CPU 16 minutes; 128 bits are out of reach).
 
+    Parameters
+    ----------
+    raw : bytes
+        The entry's exact file name.
+
+    Returns
+    -------
+    str
+        ``<readable>-<32 hex digits>``; only ``[A-Za-z0-9._-]``, never starting with ``.``, ``_`` or ``-``.
+
+    Examples
+    --------
     >>> slug(b"carol smith.ipynb") != slug(b"carol_smith.ipynb")
     True
-    >>> slug(b"carol smith.ipynb").startswith("carol_smith-")
-    True
+    >>> s = slug(b"carol smith.ipynb")
+    >>> s.startswith("carol_smith-"), len(s.rsplit("-", 1)[1])
+    (True, 32)
     """
     stem = raw.decode("utf-8", "replace")
     stem = stem[:-6] if stem.lower().endswith(".ipynb") else stem
     readable = re.sub(r"[^A-Za-z0-9.-]+", "_", unicodedata.normalize("NFKD", stem)).strip("._-")[:60]
-    return f"{readable or 'submission'}-{hashlib.sha256(raw).hexdigest()[:8]}"
+    return f"{readable or 'submission'}-{hashlib.sha256(raw).hexdigest()[:SLUG_HEX]}"
 
 
-def entries(folder: Path) -> list[Entry]:
-    """Every entry of ``folder`` (hidden ones too), sorted by exact name; none is followed or opened."""
+def entries(folder: Path, stem=None) -> list[Entry]:
+    """Every entry of ``folder`` (hidden ones too), sorted by exact name; none is followed or opened.
+
+    An entry whose output stem (``stem``, default :func:`slug`) another entry already has (in sorted order)
+    gets ``kind = "collision"`` (:func:`refusal` refuses it) and the stem ``<stem>-refused-<n>``, which no
+    :func:`slug` can equal: no two entries ever write the same files.
+    """
+    stem = stem or slug
     found = []
     with os.scandir(os.fsencode(folder)) as it:
         for item in it:
@@ -86,14 +110,25 @@ def entries(folder: Path) -> list[Entry]:
                 mode = 0
             kind = "symlink" if stat.S_ISLNK(mode) else "folder" if stat.S_ISDIR(mode) else \
                 "file" if stat.S_ISREG(mode) else "other"
-            found.append(Entry(display_name(raw), raw, Path(os.fsdecode(item.path)), kind, slug(raw)))
-    return sorted(found, key=lambda e: e.raw)
+            found.append(Entry(display_name(raw), raw, Path(os.fsdecode(item.path)), kind, stem(raw)))
+    out, used = [], {}
+    for e in sorted(found, key=lambda e: e.raw):
+        if e.slug in used:
+            used[e.slug] += 1
+            e = Entry(e.name, e.raw, e.path, "collision", f"{e.slug}-refused-{used[e.slug]}")
+        else:
+            used[e.slug] = 0
+        out.append(e)
+    return out
 
 
 def refusal(entry: Entry) -> str | None:
     """Why an entry is not graded as a notebook (None for a regular ``.ipynb`` file)."""
     if entry.kind == "symlink":
         return "a symbolic link: refused (links are never followed or read)"
+    if entry.kind == "collision":
+        return ("its output name would be another entry's (the same readable stem and 128-bit hash): refused, so "
+                "that no submission writes another's feedback, executed notebook or written points")
     if entry.kind == "folder":
         return "a folder, not a notebook file"
     if entry.kind != "file":
@@ -209,7 +244,11 @@ def _kind(path: Path) -> str:
 
 
 def clean(text: str, limit: int = 120) -> str:
-    """One line of at most ``limit`` printable characters, safe in a spreadsheet (no leading = + - @)."""
+    """One line of at most ``limit`` printable characters, safe in a spreadsheet (no leading = + - @).
+
+    >>> clean("=HYPERLINK(1)\nmore")
+    "'=HYPERLINK(1) more"
+    """
     text = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text)).strip()[:limit]
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
