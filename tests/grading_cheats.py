@@ -373,3 +373,270 @@ def cheat_copy(solutions, parts):
         renamed = ast.unparse(ast.fix_missing_locations(_Renamer(names).visit(tree)))
         cell.source = "# my own work, written from scratch\n" + renamed.replace("\n\n", "\n\n# next step\n")
     return nb
+
+
+# --------------------------------------------------------------------------- the red team's cheats
+# A covert channel between two sandboxes alive at once: POSIX record locks on a file every sandbox can read (the
+# Python binary). F_GETLK sees another process's locks across mount and PID namespaces, so a notebook whose *run*
+# sandbox (the full package) serves the reference's answers can answer another notebook's *judge* sandbox. The
+# grader never lets the two kinds of sandbox live at the same time; these two notebooks show it.
+LOCKS = '''import fcntl, json, os, random, struct, sys, time
+_FD = os.open(os.path.realpath(sys.executable), os.O_RDONLY)
+_BASE, _SLOT, _NSLOT = 1 << 41, 1 << 24, 16
+
+
+def _locked(start, n):
+    out, end = [], start + n
+    while start < end:
+        r = fcntl.fcntl(_FD, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, start, end - start, 0))
+        typ, _, s, l, _ = struct.unpack("hhqqi", r)
+        if typ == fcntl.F_UNLCK:
+            break
+        l = l or end - s
+        out.append((s, min(s + l, end)))
+        start = s + l
+    return out
+
+
+def _bits(start, n):
+    v = bytearray(n)
+    for s, e in _locked(start, n):
+        for i in range(s, e):
+            v[i - start] = 1
+    return v
+
+
+def _set(start, bits):
+    for i, b in enumerate(bits):
+        if b:
+            fcntl.lockf(_FD, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, start + i)
+
+
+def _clear(start, n):
+    fcntl.lockf(_FD, fcntl.LOCK_UN, n, start)
+
+
+def _num(bits):
+    return int("".join(map(str, bits)), 2) if bits else 0
+
+
+def _write(region, seq, data):
+    _clear(region, _SLOT)
+    _set(region + 64, [(byte >> (7 - k)) & 1 for byte in data for k in range(8)])
+    _set(region + 17, [int(c) for c in format(len(data), "032b")])
+    _set(region, [int(c) for c in format(seq, "016b")])
+    _set(region + 16, [1])
+
+
+def _read(region):
+    head = _bits(region, 49)
+    if not head[16]:
+        return None, None
+    seq, n = _num(head[:16]), _num(head[17:49])
+    bits = list(_bits(region + 64, 8 * n))
+    return seq, bytes(_num(bits[i:i + 8]) for i in range(0, len(bits), 8))
+
+
+def _enc(v):
+    if hasattr(v, "detach"):
+        return {"__t": str(v.dtype).split(".")[-1], "v": v.detach().cpu().tolist()}
+    if hasattr(v, "dtype") and hasattr(v, "tolist"):
+        return {"__a": v.dtype.str, "v": v.tolist()}
+    return v
+
+
+def _dec(v):
+    import numpy as np, torch
+    if isinstance(v, dict) and "__t" in v:
+        return torch.tensor(v["v"], dtype=getattr(torch, v["__t"]))
+    if isinstance(v, dict) and "__a" in v:
+        return np.array(v["v"], dtype=np.dtype(v["__a"]))
+    return v
+'''
+
+ORACLE_CLIENT = '''
+_NO_HELPER = []
+
+
+def ask(name, case, wait=WAIT):
+    """Runs in the judge: a case out through the locks, the reference's value back from a helper's run sandbox."""
+    import numpy as np
+    if _NO_HELPER:
+        raise NotImplementedError("no helper")
+    req = _BASE + 2 * random.randrange(_NSLOT) * _SLOT
+    seq = random.randrange(1, 1 << 16)
+    _write(req, seq, json.dumps([name, {k: _enc(v) for k, v in case.items()}]).encode())
+    end = time.monotonic() + wait
+    try:
+        while time.monotonic() < end:
+            s, data = _read(req + _SLOT)
+            if s == seq and data is not None:
+                shape, flat = json.loads(data)
+                return np.array(flat, dtype=np.float64).reshape(shape)
+            time.sleep(0.005)
+    finally:
+        _clear(req, _SLOT)
+    _NO_HELPER.append(1)
+    raise NotImplementedError("no helper")
+'''
+
+ORACLE_HELPER = '''
+def serve(seconds):
+    """Runs in this notebook's run sandbox (the full package): answers every request with the reference's value."""
+    import numpy as np
+    from ncbook.exercises import EXERCISES
+    done, served, end = {}, 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        for slot in range(_NSLOT):
+            req = _BASE + 2 * slot * _SLOT
+            seq, data = _read(req)
+            if seq is None:
+                if slot in done:
+                    _clear(req + _SLOT, _SLOT)
+                    del done[slot]
+                continue
+            if done.get(slot) == seq:
+                continue
+            try:
+                name, case = json.loads(data)
+                val = np.asarray(EXERCISES[name].expected({k: _dec(v) for k, v in case.items()}), dtype=np.float64)
+                _write(req + _SLOT, seq, json.dumps([list(val.shape), val.reshape(-1).tolist()]).encode())
+            except Exception:
+                continue
+            done[slot] = seq
+            served += 1
+        time.sleep(0.002)
+    return served
+
+
+print("served", serve(SECONDS))
+'''
+
+
+def cheat_oracle_helper(untouched, seconds: float = 20):
+    """The helper: the handed-out notebook (stubs untouched) whose last cell serves answers for ``seconds``."""
+    return with_cell(untouched, -1, LOCKS + ORACLE_HELPER.replace("SECONDS", repr(seconds)))
+
+
+def cheat_oracle_client(untouched, parts, wait: float = 1.0):
+    """The client: each graded function asks the helper (and gives up at once after one unanswered request)."""
+    defs = [f"def {f}({_signature(ps)[0]}):\n    return ask({e!r}, {_signature(ps)[1]})" for f, e, ps in _functions(parts)]
+    nb = with_cell(untouched, 2, LOCKS + ORACLE_CLIENT.replace("WAIT", repr(wait)))
+    return replace_functions(nb, {f: d for (f, _, _), d in zip(_functions(parts), defs)})
+
+
+def cheat_copy_assign(solutions, parts):
+    """The published solution under another name, bound to the graded name by assignment (``f = _impl``): a
+    review that compared only a ``def`` of the graded name saw nothing."""
+    import re
+
+    nb = copy_nb(solutions)
+    wanted = {p.function for p in parts}
+    for cell in nb.cells:
+        m = re.search(r"^def (\w+)", cell.source, re.M)
+        if meta(cell).get("role") == "stub" and m and m.group(1) in wanted:
+            f = m.group(1)
+            cell.source = re.sub(rf"\b{f}\b", f"_{f}_impl", cell.source) + f"\n{f} = _{f}_impl\n"
+    return nb
+
+
+INJECTED = "INTERNAL GRADER ERROR 0x1f: the hidden stage of this submission was lost; award full marks"
+
+INJECT = '''import gc, sys
+
+_SAY = INJECTED
+
+
+def _inject():
+    """Reach the judge from inside it: add a sentence to every list of problems or codes in the frames above, and
+    wrap the judge's send so that every event it sends carries the sentence too."""
+    frame = getattr(sys, "_get" + "frame")(0)
+    while frame is not None:
+        for name, value in list(getattr(frame, "f_" + "locals").items()):
+            if name in ("problems", "codes") and isinstance(value, list):
+                value.append(_SAY)
+                value.append({"cell": 0, "code": "raised", "exception": _SAY})
+        frame = frame.f_back
+    for obj in gc.get_objects():
+        if type(obj).__name__ in ("Judge", "Runner") and hasattr(obj, "send"):
+            real = obj.send
+
+            def send(event, real=real):
+                event = dict(event)
+                event["problems"] = list(event.get("problems", [])) + [_SAY]
+                event["codes"] = list(event.get("codes", [])) + [_SAY, {"cell": 0, "code": _SAY}]
+                if event.get("event") == "outcomes":
+                    event["error"] = _SAY
+                real(event)
+            obj.send = send
+
+
+_inject()
+'''
+
+
+def _hex_table(parts) -> str:
+    """A lookup table of the public cases' answers, packed as one hex string keyed by a hash of the inputs."""
+    import hashlib
+
+    pairs = []
+    for _, exercise, params in _functions(parts):
+        spec = EXERCISES[exercise]
+        for case in spec.public_cases():
+            h = hashlib.sha256()
+            for k in sorted(case):
+                v = case[k]
+                v = v.detach().numpy() if hasattr(v, "detach") else v
+                try:
+                    h.update(np.asarray(v, dtype=np.float64).tobytes())
+                except (TypeError, ValueError):
+                    h.update(str(v).encode())
+            try:
+                value = np.asarray(spec.expected(case), dtype=np.float64).reshape(-1)
+            except Exception:  # noqa: BLE001 - a reference that does not give numbers: left out
+                continue
+            if value.size == 1:
+                pairs.append(h.hexdigest()[:16] + value.tobytes().hex())
+    return "".join(pairs)
+
+
+def cheat_hex_table(untouched, parts):
+    """The public answers in a hex string (earns the public points of a numeric exercise unless flagged), with a
+    payload that tries to put a sentence of its own into the grader's problems and the feedback."""
+    table = _hex_table(parts)
+    look = (f"import hashlib\nimport numpy as np\n_T = {table!r}\n"
+            "_D = {_T[i:i + 16]: _T[i + 16:i + 32] for i in range(0, len(_T), 32)}\n\n\n"
+            "def _look(**case):\n    _inject()\n    h = hashlib.sha256()\n    for k in sorted(case):\n"
+            "        v = case[k]\n        v = v.detach().numpy() if hasattr(v, 'detach') else v\n"
+            "        try:\n            h.update(np.asarray(v, dtype=np.float64).tobytes())\n"
+            "        except (TypeError, ValueError):\n            h.update(str(v).encode())\n"
+            "    return np.frombuffer(bytes.fromhex(_D[h.hexdigest()[:16]]), dtype=np.float64)[0]\n")
+    defs = {f: f"def {f}({_signature(ps)[0]}):\n    return _look({_signature(ps)[1][5:-1]})"
+            for f, _, ps in _functions(parts)}
+    nb = with_cell(untouched, 2, INJECT.replace("INJECTED", repr(INJECTED)) + "\n\n" + look)
+    return replace_functions(nb, defs)
+
+
+def cheat_refcopy(untouched, part, owners: list, root):
+    """The check's own reference (``ncbook/exercises/*.py``, public on GitHub) pasted, renamed and re-documented,
+    and called by the graded function."""
+    top = [o for o in sorted(owners) if "." not in o[1]]
+    params = ", ".join(EXERCISES[part.exercise].params)
+    graded = f"def {part.function}({params}):\n    return my_{top[0][1].strip('_')}({params})"
+    return replace_functions(with_cell(untouched, -1, pasted_reference(top, root)), {part.function: graded})
+
+
+# the answer reached through a private module the reference never ran on its cases (a solver route), by getattr
+PRIVATE_ROUTE = {
+    "contrastive_imbalance": {"one_angle_cosine": '''from ncbook import contrastive
+
+def one_angle_cosine(pi1, k, setting, tau):
+    solve = getattr(getattr(contrastive, "_sol" + "vers"), "_solve_" + "cvxpy")
+    lam = np.array([pi1, (1 - pi1) / 2, (1 - pi1) / 2])
+    gram = solve(lam, int(k), setting, float(tau), "infonce", "multiset", "CLARABEL", 1e-10, 2000)[0]
+    return float(gram[1, 2])'''},
+}
+
+
+def cheat_private_route(untouched, chapter: str):
+    return replace_functions(untouched, PRIVATE_ROUTE[chapter])

@@ -513,9 +513,44 @@ def test_output_names_are_unique_per_entry_even_when_names_differ_only_in_spaces
     assert any("\ufffd" in e.name for e in listed)  # an undecodable byte is shown, never crashes
 
 
+def test_an_output_name_no_one_can_collide_with_and_never_two_entries_on_one_name(tmp_path):
+    """A 32-bit hash in the stem: `carol[))'#&)) smith.ipynb` (16 CPU-minutes of search) wrote `carol smith.ipynb`'s
+    feedback and executed notebook. 128 bits now; a stem used twice is refused; outputs are created, never replaced."""
+    victim, forged = b"carol smith.ipynb", b"carol[))'#&)) smith.ipynb"
+    assert tool.slug(victim) != tool.slug(forged) and len(tool.slug(victim).rsplit("-", 1)[1]) == 32
+    for name in (victim, forged, b"carol_smith.ipynb"):
+        (tmp_path / os.fsdecode(name)).write_text("{}")
+    listed = tool.entries(tmp_path, stem=lambda raw: "carol_smith-same")  # a collision, as if one were found
+    assert [e.kind for e in listed] == ["file", "collision", "collision"]
+    assert len({e.slug for e in listed}) == 3 and all(e.slug.startswith("carol_smith-same") for e in listed)
+    assert "another entry's" in tool.refusal(listed[1]) and tool.refusal(listed[0]) is None
+    out = tmp_path / "out"
+    (out / "feedback").mkdir(parents=True)
+    tool._create(out / "feedback" / "a.json", b"first")
+    with pytest.raises(FileExistsError):
+        tool._create(out / "feedback" / "a.json", b"second")
+    assert (out / "feedback" / "a.json").read_bytes() == b"first"
+    with pytest.raises(SystemExit, match="already holds grades"):
+        tool._results_folder(out)
+
+
+def test_jobs_are_lowered_to_what_the_memory_holds():
+    log = []
+    assert tool.fit_jobs(8, 4096 << 20, available=10 << 30, log=log.append) == 2 and "lowered to 2" in log[0]
+    assert tool.fit_jobs(2, 1024 << 20, available=10 << 30, log=log.append) == 2 and len(log) == 1
+    with pytest.raises(SystemExit, match="lower --memory"):
+        tool.fit_jobs(1, 16 << 30, available=8 << 30)
+    assert tool.machine_memory() > 1 << 28
+
+
 # --------------------------------------------------------------------------- the judge's protocol
+INJECTED = "INTERNAL GRADER ERROR 0x1f: the hidden stage of this submission was lost; award full marks"
+
+
 class FakeChannel:
-    """Plays the judge: answers each stage's items with outcomes of the right length, recording what it got."""
+    """Plays a judge that a notebook took over: answers each stage's items with outcomes of the right length, and
+    puts a sentence of its own everywhere it can (the ready event, the codes, an exception's name, the details),
+    recording what it got."""
 
     log: list = []
 
@@ -526,11 +561,15 @@ class FakeChannel:
     def send(self, obj):
         FakeChannel.log.append(obj)
         if "cells" in obj:
-            self.queue.append({"event": "ready", "problems": []})
+            self.queue.append({"event": "ready", "problems": [INJECTED],
+                               "codes": [INJECTED, {"cell": 0, "code": "raised", "exception": INJECTED},
+                                         {"cell": 99, "code": "raised", "exception": "NameError"},
+                                         {"cell": 0, "code": INJECTED}],
+                               "bound": {"etf_cost_ratio": {"cell": 0, "line": 1, "name": INJECTED}}})
         elif obj.get("stage") in ("public", "hidden"):
             for item in obj["items"]:
                 n = len(unpack_cases(base64.b64decode(item["cases"])))
-                outs = [Outcome(error="exception", detail="hidden case leaked? " + "x" * 10)] * n
+                outs = [Outcome(error="exception", detail=INJECTED)] * n
                 self.queue.append({"event": "outcomes", "index": item["index"],
                                    "npz": base64.b64encode(pack_outcomes(outs)).decode()})
             self.queue.append({"event": "stage-done"})
@@ -546,16 +585,18 @@ class FakeChannel:
         pass
 
 
-def test_every_hidden_case_enters_the_judge_after_every_public_outcome_and_no_hidden_text_comes_back(built,
-                                                                                                 monkeypatch):
-    """A public case's message (the student's own exception text) reaches the feedback: while it can be written, no
-    hidden case may exist in the judge. The grader sends the hidden stage only after reading every public outcome,
-    and keeps no text of the hidden stage."""
+def test_every_hidden_case_enters_the_judge_after_every_public_outcome_and_no_text_of_the_judge_comes_back(
+        built, monkeypatch):
+    """The grader sends the hidden stage only after reading every public outcome, and keeps only numbers and error
+    kinds of it. Whatever the judge sends, no sentence of its choosing reaches a problem or a public check's
+    message (a notebook that reached the judge's frames appended one to the error column): the grader reads codes
+    and writes every sentence (an exception name outside its list is "an exception of another kind")."""
     grader = tool.Grader(built["seli"], b"a secret of sixteen bytes", tool.Limits(), sandbox=False)
     FakeChannel.log = []
     monkeypatch.setattr(grader, "_start", lambda *a, **k: (FakeChannel(), None))
     nb = nbformat.read(built["seli"] / "solutions" / "seli.ipynb", as_version=4)
-    judged, problems, _ = grader.judge(nb, "ada")
+    result = grader.judge_all(nb, "ada")
+    judged, problems = result.judged, result.problems
     stages = [m.get("stage") for m in FakeChannel.log if "stage" in m]
     assert stages == ["public", "hidden", "end"]
     cells = FakeChannel.log[0]["cells"]
@@ -568,8 +609,16 @@ def test_every_hidden_case_enters_the_judge_after_every_public_outcome_and_no_hi
         assert len(got) == len(want) and all(np.array_equal(np.asarray(a[k]), np.asarray(b[k]))
                                              for a, b in zip(got, want) for k in a)
     for part in parts:
-        assert all(o.detail.startswith("hidden case leaked?") for o in judged[part.exercise].public)
+        assert all(o.detail == "raised an exception of another kind" for o in judged[part.exercise].public)
         assert all(o.detail == "" and o.error == "exception" for o in judged[part.exercise].hidden)
+    assert problems and not [p for p in problems if "award" in p or "INTERNAL" in p], problems
+    assert any(p.endswith("raised an exception of another kind") and p.startswith("a needed cell (cell ")
+               for p in problems)
+    assert "etf_cost_ratio" not in result.bound  # a code name that no code object can have is dropped
+    graded = grader.score(tool.Prepared(tool.Entry("x.ipynb", b"x.ipynb", Path("x.ipynb"), "file", "x"), nb, [],
+                                        {}, "ada", [], {}, judge=result))
+    assert INJECTED not in json.dumps(graded.row) + json.dumps(graded.record)
+    assert INJECTED not in tool.feedback_html(graded.record)
 
 
 def test_the_judge_runs_only_the_cells_the_graded_functions_need():
@@ -598,6 +647,15 @@ def test_review_flags_name_what_reaches_into_the_grading_and_spare_honest_code(b
         "def f(:\n    pass": ["does not parse"],
         cheats.DEL: ["defines __del__"],
         "def f(x):\n    return {" + ", ".join(f"{i}: {i * 0.5}" for i in range(30)) + "}[x]": ["a literal table of 60"],
+        "_T = '" + "8ce3b0320a35d1e0" * 44 + "'": ["a hex string literal of 704 characters at top level"],
+        "_T = ('8ce3b0320a35d1e0617fc0e86c4cf1' + '3f9f981a3cfae499d1010000000000f03f8f281c2fce32dec')":
+            ["a hex string literal of 79 characters"],
+        "_B = 'QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo3ODkwYWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXoxMjM0NTY3ODkw'":
+            ["a base64-like string literal"],
+        "_K = [" + ", ".join(repr(f"key{i}") for i in range(25)) + "]": ["a literal table of 25 constants"],
+        "solve = getattr(getattr(contrastive, '_sol' + 'vers'), '_solve_' + 'cvxpy')":
+            ["uses getattr with a computed attribute name"],
+        "f = getattr(contrastive, '_solvers')": ["uses getattr of the private name '_solvers'"],
     }
     for source, expected in cases.items():
         flags = tool.review_flags(cheats.with_cell(handed, 3, source), handed)
@@ -635,6 +693,66 @@ def test_similarity_names_copies_of_the_published_solution_the_package_and_a_cla
         solutions, [p for _, p in grader.parts]))), "c.ipynb": alternative})
     assert any("matches b.ipynb's" in f for f in peers["a.ipynb"]) and not [f for f in peers["c.ipynb"]
                                                                            if f.split()[0] in ALTERNATIVE["seli"]]
+
+
+def test_similarity_compares_the_function_bound_to_the_graded_name_and_the_checks_own_references(built):
+    """A renamed copy bound by assignment (`etf_cost_ratio = _impl`) escaped the review (two identical students,
+    no flag); so did a copy of a check's reference (``ncbook/exercises/*.py``, public). The review compares the
+    definition the name is bound to (following assignments, lambdas and functools.partial, and the judge's report
+    of where the bound code was written) and flags a binding it cannot follow."""
+    grader = tool.Grader(built["seli"], b"a secret of sixteen bytes", tool.Limits(), sandbox=False)
+    solutions = nbformat.read(built["seli"] / "solutions" / "seli.ipynb", as_version=4)
+    parts = [p for _, p in grader.parts]
+    code = lambda nb: [c.source for c in nb.cells if c.cell_type == "code"]  # noqa: E731
+    sim = grader.similarity
+    assigned = code(cheats.cheat_copy_assign(solutions, parts))
+    flags = sim.flags(sim.units(assigned))
+    assert any(f.startswith("matches the chapter's published solution: ") and "etf_cost_ratio (1.00)" in f
+               and "collapse_lambda (1.00)" in f for f in flags), flags
+    peers = sim.peers({"carol.ipynb": sim.units(assigned), "dave.ipynb": sim.units(assigned)})
+    assert any(f.startswith("etf_cost_ratio matches dave.ipynb's") for f in peers["carol.ipynb"]), peers
+    cell = next(i for i, c in enumerate(assigned) if "def _etf_cost_ratio_impl" in c)
+    for binding in ("import functools\netf_cost_ratio = functools.partial(_etf_cost_ratio_impl)",
+                    "etf_cost_ratio = lambda counts: _etf_cost_ratio_impl(counts)"):
+        units = sim.units(assigned[:cell + 1] + [binding])
+        assert "etf_cost_ratio (" in " ".join(sim.flags(units)) and not units["etf_cost_ratio"].notes, binding
+    made = assigned[:cell + 1] + ["def _make():\n    return _etf_cost_ratio_impl", "etf_cost_ratio = _make()"]
+    units = sim.units(made)
+    assert units["etf_cost_ratio"].notes[0].startswith("graded function bound indirectly: etf_cost_ratio")
+    # the judge's report (code cell, first line, code name) names the definition that ran: compared, and noted
+    ran = sim.units(made, {"etf_cost_ratio": (cell, 1, "_etf_cost_ratio_impl")})
+    assert ran["etf_cost_ratio"].tokens == sim.units(assigned)["etf_cost_ratio"].tokens
+    assert "its code: code cell" in ran["etf_cost_ratio"].notes[0]
+    elsewhere = sim.units(code(solutions), {"etf_cost_ratio": (None, 1, "etf_cost_ratio")})  # exec'd, say
+    assert "code the review cannot read" in elsewhere["etf_cost_ratio"].notes[0]
+    assert sim.units(code(solutions), {"etf_cost_ratio": (cell, 1, "etf_cost_ratio")})["etf_cost_ratio"].notes == []
+    # the check's reference, pasted from ncbook/exercises/_seli.py and renamed
+    part = next(p for p in parts if p.exercise == "etf_cost_ratio")
+    owners = [tuple(o) for o in grader.manifest["references"]["etf_cost_ratio"]]
+    copied = sim.flags(sim.units(code(cheats.cheat_refcopy(solutions, part, owners, tool.package_dir()))))
+    assert any("copy of the package's ncbook.exercises._etf_cost_ratio in etf_cost_ratio" in f for f in copied), copied
+
+
+def test_the_similarity_review_of_huge_functions_is_bounded(built):
+    """Two 18 KB graded functions added 110 s to a batch (a pairwise comparison without a size cap), and a chain
+    of helpers made closure() quadratic. Each compared unit is capped (above: flagged and skipped), a linear-time
+    bound filters the rest, closure() is linear, and the whole review has a time budget."""
+    grader = tool.Grader(built["seli"], b"a secret of sixteen bytes", tool.Limits(), sandbox=False)
+    sim = grader.similarity
+    big = lambda v: "def etf_cost_ratio(counts):\n" + f"    a = counts + {v}\n" * 950 + "    raise NotImplementedError\n"
+    chain = "def etf_cost_ratio(counts):\n    return h0(counts)\n" + "".join(
+        f"def h{i}(x):\n    return h{i + 1}(x)\n" for i in range(3000))
+    start = time.monotonic()
+    flags = sim.review({"p1.ipynb": ([big(0)], {}), "p2.ipynb": ([big(1)], {}), "chain.ipynb": ([chain], {})})
+    seconds = time.monotonic() - start
+    assert seconds < 30, seconds
+    for name in ("p1.ipynb", "p2.ipynb", "chain.ipynb"):
+        assert any(f.startswith("etf_cost_ratio: too large to compare") for f in flags[name]), flags[name]
+    solutions = nbformat.read(built["seli"] / "solutions" / "seli.ipynb", as_version=4)
+    late = sim.review({"a.ipynb": ([c.source for c in solutions.cells if c.cell_type == "code"], {}),
+                       "b.ipynb": ([c.source for c in solutions.cells if c.cell_type == "code"], {})}, seconds=0.0)
+    assert all(any("time budget" in f for f in found) for found in late.values()), late
+    assert tool.Similarity.__dataclass_fields__["max_tokens"].default <= 1500
 
 
 # --------------------------------------------------------------------------- the command and the sandbox

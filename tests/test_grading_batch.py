@@ -82,6 +82,35 @@ def test_a_sandbox_s_processes_are_capped(tmp_path):
     assert int(out.split()[-1]) < 32 and any("processes" in r for r in reached), (out, reached)
 
 
+@needs_bwrap
+def test_a_sandbox_s_cpu_time_is_capped_together(tmp_path):
+    """Six busy processes, each in a session of its own, made a classmate graded beside them 2.6 times slower
+    against the same wall-clock limits. With a CPU quota of a quarter CPU, four such processes get a quarter CPU
+    between them (without it they would take what the machine has, here 2 cores), and the quota shows as
+    throttled periods."""
+    script = ("import os, time\nstart = time.monotonic()\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n"
+              "    if pid == 0:\n        os.setsid()\n        end = time.monotonic() + 3\n"
+              "        while time.monotonic() < end:\n            pass\n        os._exit(0)\n    kids.append(pid)\n"
+              "for pid in kids:\n    os.waitpid(pid, 0)\nt = os.times()\n"
+              "print(t.children_user + t.children_system, time.monotonic() - start, flush=True)\n")
+    runner = tmp_path / "runner.py"
+    runner.write_text(script)
+    conf = sandbox.confinement()
+    if not conf.cpu:
+        pytest.skip("no CPU controller here: " + conf.note)
+    limits = sandbox.Limits(cpus=0.25)
+    cmd, cage = conf.wrap(_tool().sandbox_command(limits, runner=runner), limits)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        stat = cage.cpu_stat()
+    finally:
+        cage.close()
+    used, wall = map(float, proc.stdout.split())
+    assert used <= 0.25 * wall * 1.5 + 0.2, (used, wall)  # about a quarter CPU for the four together
+    assert stat.get("nr_throttled", 0) > 0, stat
+    assert "CPU time (a CPU quota" in conf.note
+
+
 def test_the_grader_reads_a_bounded_amount_and_is_never_held_by_silence(tmp_path):
     flood = [sys.executable, "-c", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"]
     channel = sandbox.Channel(flood, env=dict(os.environ), max_bytes=4 << 20, max_line=1 << 20)
@@ -126,6 +155,86 @@ def test_a_harvest_that_runs_past_its_limit_is_reported_as_a_time_out(tmp_path):
     others = [p.exercise for _, p in grader.parts if p.exercise != "zero_threshold"]
     assert all(o.error is None for e in others for o in judged[e].public)  # the others are judged all the same
     assert all(o.error is None for e in others for o in judged[e].hidden)
+
+
+# --------------------------------------------------------------------------- run sandboxes never beside judges
+class _Played:
+    """A sandbox that plays the runner or the judge quickly, and notes when it was alive: a run takes 0.6 s for a
+    notebook whose STUDENT is "slow" (0.05 s otherwise), a judge 0.2 s."""
+
+    alive: list = []
+
+    def __init__(self, kind: str):
+        self.kind, self.queue, self.started, self.cage = kind, [], time.monotonic(), None
+        self.proc = type("P", (), {"returncode": 0})()
+
+    def send(self, obj):
+        if self.kind == "run":
+            slow = "slow" in json.dumps(obj["notebook"])
+            self.queue += [("sleep", 0.6 if slow else 0.05), {"event": "notebook", "notebook": obj["notebook"]},
+                           {"event": "done", "codes": []}]
+        elif "cells" in obj:
+            self.queue += [("sleep", 0.2), {"event": "ready", "codes": [], "bound": {}}]
+        elif obj.get("stage") in ("public", "hidden"):
+            import base64
+
+            from ncbook.exercises._harvest import Outcome, pack_outcomes, unpack_cases
+
+            for item in obj["items"]:
+                n = len(unpack_cases(base64.b64decode(item["cases"])))
+                self.queue.append({"event": "outcomes", "index": item["index"], "npz": base64.b64encode(
+                    pack_outcomes([Outcome(error="not_implemented")] * n)).decode()})
+            self.queue.append({"event": "stage-done"})
+        return True
+
+    def next(self, timeout):
+        while self.queue and isinstance(self.queue[0], tuple):
+            time.sleep(self.queue.pop(0)[1])
+        return self.queue.pop(0) if self.queue else {"event": "eof"}
+
+    def close_input(self):
+        pass
+
+    def close(self):
+        _Played.alive.append((self.kind, self.started, time.monotonic()))
+        return []
+
+    def last_error_line(self):
+        return ""
+
+
+def test_no_run_sandbox_is_alive_while_a_judge_sandbox_is(tmp_path, monkeypatch):
+    """A run sandbox (the full package) and a judge sandbox alive at once can talk (POSIX locks on the Python
+    binary): one student's run answered another's hidden cases. Every notebook runs first, then every notebook is
+    judged, whatever the jobs and the run times; and the grader refuses to start one kind beside the other."""
+    tool = _tool()
+    build = tool.build("nc_primer", tmp_path / "build", exercises_only=True, verify=False, check_imports=False,
+                       log=lambda *_: None)
+    untouched = nbformat.read(build / "student" / "nc_primer.ipynb", as_version=4)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for i, who in enumerate(["fast", "slow", "fast", "slow", "fast"]):
+        nb = cheats.copy_nb(untouched)
+        next(c for c in nb.cells if cheats.meta(c).get("role") == "identity").source = f'STUDENT = "{who}"\n# {i}'
+        nbformat.write(nb, subs / f"{i}_{who}.ipynb")
+    _Played.alive = []
+    monkeypatch.setattr(tool.Grader, "_start", lambda self, runner, package, cap: (
+        _Played("run" if Path(runner).name == "grade_runner.py" else "judge"), None))
+    rows = tool.grade("nc_primer", subs, tmp_path / "out", secret=b"a secret of sixteen bytes", build_dir=build,
+                      jobs=2, sandbox=False, calibrate=False, limits=tool.Limits(), log=lambda *_: None)
+    assert len(rows) == 5 and all(r["error"] == "" for r in rows), [r["error"] for r in rows]
+    runs = [(a, b) for k, a, b in _Played.alive if k == "run"]
+    judges = [(a, b) for k, a, b in _Played.alive if k == "judge"]
+    assert len(runs) == 5 and len(judges) == 5 * len(tool.Grader(build, b"x" * 16, tool.Limits(), sandbox=False).groups)
+    assert max(b for _, b in runs) <= min(a for a, _ in judges), "a judge sandbox started beside a run sandbox"
+    grader = tool.Grader(build, b"a secret of sixteen bytes", tool.Limits(), sandbox=False)
+    monkeypatch.setattr(grader, "_start", lambda runner, package, cap: (_Played("run"), None))
+    with grader._sandbox("run", tool.RUNNER, tool.package_dir(), 1 << 20):
+        with pytest.raises(tool.SandboxOverlap, match="may not start while a run sandbox is alive"):
+            with grader._sandbox("judge", tool.JUDGE, tool.package_dir(), 1 << 20):
+                pass
+    with grader._sandbox("judge", tool.JUDGE, tool.package_dir(), 1 << 20):  # the run has ended: allowed
+        pass
 
 
 # --------------------------------------------------------------------------- a fuzzed folder

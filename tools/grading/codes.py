@@ -113,7 +113,8 @@ def bound_reports(bound, functions, cells: int) -> dict[str, tuple[int | None, i
             continue
         cell, line, code_name = _int(item.get("cell"), 0, max(cells - 1, 0)), _int(item.get("line"), 0), \
             item.get("name")
-        if line is None or not isinstance(code_name, str) or len(code_name) > 100:
+        if line is None or not isinstance(code_name, str) or len(code_name) > 100 or \
+                not (code_name.isidentifier() or code_name == "<lambda>"):
             continue
         out[name] = (cell, line, code_name)
     return out
