@@ -747,7 +747,7 @@ def test_the_similarity_review_of_huge_functions_is_bounded(built):
     seconds = time.monotonic() - start
     assert seconds < 30, seconds
     for name in ("p1.ipynb", "p2.ipynb", "chain.ipynb"):
-        assert any(f.startswith("etf_cost_ratio: too large to compare") for f in flags[name]), flags[name]
+        assert any(f.startswith("etf_cost_ratio: too large to compare as a whole") for f in flags[name]), flags[name]
     solutions = nbformat.read(built["seli"] / "solutions" / "seli.ipynb", as_version=4)
     late = sim.review({"a.ipynb": ([c.source for c in solutions.cells if c.cell_type == "code"], {}),
                        "b.ipynb": ([c.source for c in solutions.cells if c.cell_type == "code"], {})}, seconds=0.0)
@@ -907,6 +907,12 @@ def _marker_processes(marker: str) -> list[int]:
     return pids
 
 
+def printed_text(out: Path, key: str) -> str:
+    """Everything an executed notebook printed (its stream outputs)."""
+    nb = nbformat.read(out / "executed" / f"{key}.ipynb", as_version=4)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
 def _snapshot(*folders: Path) -> dict:
     out = {}
     for folder in folders:
@@ -952,8 +958,25 @@ def _folder(chapter: str, build: Path, parts, marker: str, targets: dict) -> dic
         "cheat_paste": cheats.cheat_paste(untouched, pasted_for, [tuple(o) for o in manifest["removed"][
             pasted_for.exercise]], tool.package_dir()),
     }
+    references = manifest["references"]
+    refcopy_for = next((p for p in parts if any("." not in q for _, q in references.get(p.exercise, []))), None)
+    if chapter == "nc_primer" and refcopy_for is not None:  # the check's own reference, pasted (public on GitHub)
+        notebooks["cheat_refcopy"] = cheats.cheat_refcopy(untouched, refcopy_for, [
+            tuple(o) for o in references[refcopy_for.exercise]], tool.package_dir())
+    if chapter in cheats.PRIVATE_ROUTE:  # a private route to the answer that the reference's cases never took
+        notebooks["cheat_private_route"] = cheats.cheat_private_route(untouched, chapter)
     if chapter == "seli":  # the sandbox itself: once is enough
         notebooks.update({
+            # a run sandbox serving the reference's answers to a judge sandbox through POSIX locks (the two are
+            # never alive together: the client gets nothing)
+            "oracle_a_helper": _named(cheats.cheat_oracle_helper(untouched, seconds=20), "Oracle helper"),
+            "oracle_b_client": _named(cheats.cheat_oracle_client(untouched, parts), "Oracle client"),
+            # the published solution bound by assignment, twice; the second under Turing's Canvas name with Ada's
+            # LMS id appended and Ada's id in its STUDENT cell (it is Turing's second submission, flagged)
+            "copy_assign": _named(cheats.cheat_copy_assign(solutions, parts), "Trudy"),
+            f"turing_4242_778_{chapter}_1001": _named(cheats.cheat_copy_assign(solutions, parts), "s001"),
+            # the public answers packed in a hex string, with a payload that writes sentences into the judge
+            "cheat_hex": _named(cheats.cheat_hex_table(untouched, parts), "Hex"),
             "cheat_hook_c": cheats.cheat_hook(untouched, parts, cheats.HOOK_C),
             "loop": cheats.with_cell(solutions, 2, "while True:\n    pass"),
             "no_metadata": _strip(solutions),
@@ -1031,7 +1054,8 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
     question = PLANTED[chapter][0]
     assert got[f"turing_4242_777_{chapter}.ipynb"] == {**full, question: 0}
     dynamic = ["untouched", "cheat_del", "cheat_hook", "cheat_thread", "cheat_harvest", "cheat_source", "cheat_raw",
-               "cheat_half"] + (["cheat_hook_c", "escape"] if chapter == "seli" else [])
+               "cheat_half"] + (["cheat_hook_c", "escape", "oracle_a_helper", "oracle_b_client"] if chapter == "seli"
+                                else []) + (["cheat_private_route"] if chapter in cheats.PRIVATE_ROUTE else [])
     for name in dynamic:
         assert got[f"{name}.ipynb"] == zero, (name, table[f"{name}.ipynb"]["error"])
     # the static cheats: a table holds no hidden case; copies are named for the instructor
@@ -1041,6 +1065,25 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
     assert "published solution" in table["cheat_copy.ipynb"]["review"]
     assert "copy of the package's" in table["cheat_paste.ipynb"]["review"]
     assert "(raw): holds Python code" in table["cheat_raw.ipynb"]["review"]
+    if chapter in cheats.PRIVATE_ROUTE:
+        assert "uses getattr with a computed attribute name" in table["cheat_private_route.ipynb"]["review"]
+    if chapter == "nc_primer":
+        assert "copy of the package's ncbook.exercises." in table["cheat_refcopy.ipynb"]["review"], \
+            table["cheat_refcopy.ipynb"]["review"]
+    if chapter == "seli":
+        assert "served" in printed_text(out, table["oracle_a_helper.ipynb"]["id"])  # it ran to its end
+        for name in ("copy_assign.ipynb", f"turing_4242_778_{chapter}_1001.ipynb"):
+            assert got[name] == full, (name, table[name]["error"])  # a correct copy: points, and named for review
+            assert "matches the chapter's published solution: etf_cost_ratio (1.00)" in table[name]["review"]
+        assert "etf_cost_ratio matches copy_assign.ipynb's" in table[f"turing_4242_778_{chapter}_1001.ipynb"]["review"]
+        impostor = table[f"turing_4242_778_{chapter}_1001.ipynb"]
+        assert impostor["student_id"] == "s003" and "the STUDENT cell says 's001'" in impostor["review"]
+        assert f"duplicate identity: also turing_4242_777_{chapter}.ipynb" in impostor["review"]
+        hexed = feedback("cheat_hex.ipynb")
+        assert all(p["hidden"] == "0" for q in hexed["questions"] for p in q["parts"])
+        assert "a hex string literal of" in table["cheat_hex.ipynb"]["review"]
+        graders = [scores, *(out / "feedback").iterdir()]  # what the grader wrote (not the student's own answers)
+        assert not [p for p in graders if cheats.INJECTED in p.read_text(errors="ignore")], "injected text came out"
     alternative_review = [f for f in table["alternative.ipynb"]["review"].split("; ")
                           if any(f" {name} (" in f for name in ALTERNATIVE[chapter])]
     assert alternative_review == [], alternative_review
@@ -1113,12 +1156,19 @@ def test_assignment_folder_with_honest_and_dishonest_notebooks_grades_in_one_com
         for r in rows_:
             r["points"] = str(int(q.written)) if r["submission"] == "solutions.ipynb" else "1"
         tool.write_csv(path, list(rows_[0]), rows_)
-    merged = {r["submission"]: r for r in tool.merge(out, log=lambda *_: None)}
+    keep = (f"turing_4242_777_{chapter}.ipynb",)  # Turing's own submission counts, not the impostor's
+    if chapter == "seli":
+        with pytest.raises(SystemExit, match="s003: "):
+            tool.merge(out, log=lambda *_: None)
+    merged = {r["submission"]: r for r in tool.merge(out, log=lambda *_: None, keep=keep)}
     bonus = sum(int(q.written) for q in written)
     assert int(merged["solutions.ipynb"]["total"]) == sum(full.values()) + bonus
     assert int(merged["alternative.ipynb"]["total"]) == sum(full.values()) + len(written)
+    if chapter == "seli":
+        with pytest.raises(SystemExit, match="several rows"):
+            tool.export(out, tool.Roster.load(roster), "canvas", assignment="x", log=lambda *_: None)
     export = list(csv.reader(tool.export(out, tool.Roster.load(roster), "canvas", assignment=f"{chapter} exercises",
-                                         log=lambda *_: None).open(newline="")))
+                                         log=lambda *_: None, keep=keep).open(newline="")))
     assert export[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{chapter} exercises"]
     assert {r[2]: int(r[5]) for r in export[2:]} == {
         "s001": sum(full.values()) + bonus, "s002": sum(full.values()) + len(written),

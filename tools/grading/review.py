@@ -412,8 +412,12 @@ def ratio(a: list[str], b: list[str]) -> float:
 
 
 MAX_UNIT_TOKENS = 1000
-"""Canonical tokens of one compared unit at most (the chapters' solutions have at most ~200): a larger graded
-function is flagged "too large to compare" and skipped, so that no submission can stall the review."""
+"""Canonical tokens of one compared unit at most (the chapters' solutions have at most ~200 with their helpers):
+a graded function larger than this with its helpers is flagged "too large to compare as a whole" and compared
+definition by definition only; a larger single definition is flagged and skipped. No submission can stall the
+review (two 2000-token units of one repeated statement take 10 s to compare; two of 1000, about 1 s)."""
+MAX_PARTS = 50
+"""Definitions of one graded function's closure compared one by one with the package's code, at most."""
 REVIEW_BUDGET_S = 120.0
 """Seconds the similarity review of a whole batch may take; past them the rest is skipped and named."""
 
@@ -687,12 +691,18 @@ class Similarity:
                 unit.notes.append(f"{fn}: too deeply nested to compare")
                 out[ex] = unit
                 continue
-            if len(whole) > self.max_tokens:
-                unit.notes.append(f"{fn}: too large to compare ({len(whole)} canonical tokens with its helpers; the "
-                                  f"review compares up to {self.max_tokens})")
-                out[ex] = unit
-                continue
-            unit.tokens, unit.parts = whole, parts
+            if len(whole) > self.max_tokens:  # compared definition by definition only
+                unit.notes.append(f"{fn}: too large to compare as a whole ({len(whole)} canonical tokens with its "
+                                  f"helpers; the review compares up to {self.max_tokens})")
+            else:
+                unit.tokens = whole
+            unit.parts = [p for p in parts if len(p) <= self.max_tokens][:MAX_PARTS]
+            if any(len(p) > self.max_tokens for p in parts):
+                unit.notes.append(f"{fn}: a definition too large to compare ({max(map(len, parts))} canonical tokens; "
+                                  f"the review compares up to {self.max_tokens})")
+            if len(parts) > MAX_PARTS:
+                unit.notes.append(f"{fn}: reaches {len(parts)} definitions; the review compares the first {MAX_PARTS} "
+                                  "with the package's code")
             out[ex] = unit
         return out
 
@@ -703,11 +713,9 @@ class Similarity:
         package, published, notes = [], [], []
         for ex, unit in units.items():
             notes += unit.notes
-            if unit.tokens is None:
-                continue
             fn = self.functions[ex]
             pub = self._published.get(ex)
-            if pub and len(pub) >= self.min_tokens and budget.ok() and \
+            if unit.tokens and pub and len(pub) >= self.min_tokens and budget.ok() and \
                     (r := alike(unit.tokens, pub, self.published_ratio)) >= self.published_ratio:
                 published.append(f"{fn} ({r:.2f})")
             for name, ref in self._package.get(ex, []):
