@@ -16,7 +16,8 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_bool, check_positive
+from ..profiles import show_progress
 from ..geometry import cosine_matrix, etf_gram, seli_geometry, seli_step_closed_form, seli_step_limits
 from ._core import LEGEND_FONTSIZE, MAX_FIGURE_WIDTH, gram_heatmap, new_axes
 
@@ -222,7 +223,10 @@ def seli_explorer(ratio: float = 10.0, minority_fraction: float = 0.5, num_class
     """
     counts = step_counts(ratio, minority_fraction, num_classes, n_min=1)
     geo = seli_geometry(counts)
-    fig, axes = plt.subplots(1, 4, figsize=(MAX_FIGURE_WIDTH, 3.2), layout="constrained")
+    # a fixed layout (no layout engine): the panels sit where constrained layout put them, at half the drawing
+    # time, which the widget's precomputed frames pay once per state
+    fig, axes = plt.subplots(1, 4, figsize=(MAX_FIGURE_WIDTH, 3.2), gridspec_kw=dict(width_ratios=(1, 1, 1, 1.05)))
+    fig.subplots_adjust(left=0.025, right=0.99, bottom=0.2, top=0.84, wspace=0.32)
     gram_heatmap(cosine_matrix(geo.classifiers), axes[0], title="SELI classifiers (cosine)")
     gram_heatmap(cosine_matrix(geo.means), axes[1], title="SELI class means (cosine)")
     gram_heatmap(etf_gram(counts.size), axes[2], title="simplex ETF (cosine)")
@@ -237,6 +241,14 @@ WIDGET_RATIOS = (1.0, 10 ** 0.5, 10.0, 10 ** 1.5, 100.0, 10 ** 2.5, 1000.0)
 WIDGET_FRACTIONS = (0.25, 0.5, 0.75)
 
 
+def _is_drawn(ratio: float, minority_fraction: float, num_classes: int, dpi: int) -> bool:
+    """Whether :func:`_explorer_png` holds this state already (its cache keys are its arguments)."""
+    return (float(ratio), float(minority_fraction), int(num_classes), int(dpi)) in _DRAWN
+
+
+_DRAWN: set = set()
+
+
 @functools.lru_cache(maxsize=256)
 def _explorer_png(ratio: float, minority_fraction: float, num_classes: int, dpi: int) -> bytes:
     """PNG bytes of :func:`seli_explorer` (cached: sliders revisit states, cells are re-run).
@@ -249,6 +261,7 @@ def _explorer_png(ratio: float, minority_fraction: float, num_classes: int, dpi:
         fig.savefig(buf, format="png", dpi=dpi)
     finally:
         plt.close(fig)
+    _DRAWN.add((float(ratio), float(minority_fraction), int(num_classes), int(dpi)))
     return buf.getvalue()
 
 
@@ -273,11 +286,12 @@ class SeliWidget:
     """
 
     def __init__(self, ratio: float, minority_fraction: float, num_classes: int, *, ratios: Sequence[float],
-                 minority_fractions: Sequence[float], dpi: int):
+                 minority_fractions: Sequence[float], dpi: int, progress: bool = False):
         self.ratio, self.minority_fraction, self.num_classes = float(ratio), float(minority_fraction), int(num_classes)
         self.ratios = tuple(float(r) for r in ratios)
         self.minority_fractions = tuple(float(f) for f in minority_fractions)
         self.dpi = int(dpi)
+        self.progress = bool(progress)
         self._live = None
 
     def png(self, ratio: float, minority_fraction: float, num_classes: int | None = None) -> bytes:
@@ -286,8 +300,30 @@ class SeliWidget:
         return _explorer_png(float(ratio), float(minority_fraction), int(c), self.dpi)
 
     def frames(self) -> dict[tuple[float, float], bytes]:
-        """The precomputed states of the static page: ``{(R, minority fraction): PNG}`` at this ``C``."""
-        return {(r, f): self.png(r, f) for r in self.ratios for f in self.minority_fractions}
+        """The precomputed states of the static page: ``{(R, minority fraction): PNG}`` at this ``C``.
+
+        Drawing them takes a few seconds (about a fifth of a second each); a text bar on stderr counts them
+        when ``progress`` is on and some are not drawn yet (a stream output, never a second display).
+        """
+        grid = [(r, f) for r in self.ratios for f in self.minority_fractions]
+        new = [key for key in grid if not _is_drawn(key[0], key[1], self.num_classes, self.dpi)]
+        bar = None
+        if self.progress and len(new) > 1:
+            import sys
+
+            from tqdm import tqdm   # a text bar: the cell's one display output stays the widget
+
+            bar = tqdm(total=len(new), desc="explorer frames", file=sys.stderr, leave=False)
+        try:
+            out = {}
+            for key in grid:
+                out[key] = self.png(*key)
+                if bar is not None and key in new:
+                    bar.update(1)
+            return out
+        finally:
+            if bar is not None:
+                bar.close()
 
     # -- live widget (kernel) ------------------------------------------------------------------
     def live(self):
@@ -331,10 +367,10 @@ class SeliWidget:
         uid = f"ncbook-seli-{uuid.uuid4().hex[:10]}"
         r0 = int(np.argmin(np.abs(np.log(np.array(self.ratios)) - np.log(self.ratio))))
         f0 = int(np.argmin(np.abs(np.array(self.minority_fractions) - self.minority_fraction)))
-        imgs = []
+        imgs, frames = [], self.frames()
         for i, r in enumerate(self.ratios):
             for j, f in enumerate(self.minority_fractions):
-                data = base64.b64encode(self.png(r, f)).decode("ascii")
+                data = base64.b64encode(frames[r, f]).decode("ascii")
                 hidden = "" if (i, j) == (r0, f0) else " hidden"
                 imgs.append(f'<img class="ncbook-seli-frame" data-r="{i}" data-f="{j}"{hidden} '
                             f'alt="SELI explorer at R = {r:.3g}, minority fraction = {f:g}, C = {self.num_classes}" '
@@ -401,7 +437,7 @@ class SeliWidget:
 
 def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes: int = 4, *,
                 ratios: Sequence[float] = WIDGET_RATIOS, minority_fractions: Sequence[float] = WIDGET_FRACTIONS,
-                dpi: int = 72) -> SeliWidget:
+                dpi: int = 72, progress: bool | None = None) -> SeliWidget:
     """Sliders for ``R`` (log scale), minority fraction and ``C`` in front of :func:`seli_explorer`.
 
     In a live kernel (Jupyter, Colab) the sliders recompute the figure for any value; on a
@@ -420,6 +456,8 @@ def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes
         The grid of the static page (``len(ratios) * len(minority_fractions)`` figures).
     dpi : int
         Resolution of every figure.
+    progress : bool, optional
+        A text bar (stderr) while the static page's figures are drawn; default :func:`ncbook.profiles.show_progress`.
 
     Returns
     -------
@@ -459,5 +497,6 @@ def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes
     for f in minority_fractions:
         step_counts(ratios[0], f, num_classes)
     dpi = int(check_positive("dpi", dpi))
+    progress = show_progress() if check_bool("progress", progress, allow_none=True) is None else progress
     return SeliWidget(ratio, minority_fraction, num_classes, ratios=ratios, minority_fractions=minority_fractions,
-                      dpi=dpi)
+                      dpi=dpi, progress=progress)
