@@ -20,7 +20,6 @@ _spec.loader.exec_module(cc)
 # Pages that do not pass yet, with what they wait for. Remove a page's entry when its rewrite lands:
 # the test then must pass (strict xfail: a page that passes while listed here fails the test).
 NOT_YET = {
-    "seli": "notebook: glue cells (the UFM-runs cell glues inside its loops; issue 32's rewrite)",
     "contrastive_imbalance": "notebook: glue cells (the UFM check glues inside its loop; issue 32's rewrite)",
     "weighted_contrastive": "notebook: glue cells (the network tables glue in loops, random baselines; issue 32)",
     "mr2_margins": "notebook: glue cells (exercise 2's solution glues inside its loop; issue 32's rewrite)",

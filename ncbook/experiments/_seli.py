@@ -55,8 +55,6 @@ CHAPTER = "seli"
 PAPER = "Thrampoulidis et al. 2022"
 #: The UFM's class split: two majority and two minority classes (C = 4, half minorities).
 UFM_SPLIT = (2, 2)
-#: Step sizes of the two optimisers: NGD's step length, GD's step size (both on the log-space objective's scale).
-NGD_LR, GD_LR = 0.1, 1.0
 #: NGD "approaches SELI" when its minority-minority classifier cosine is within this of SELI's (absolute).
 COSINE_MATCH = 1e-2
 #: The ridge weight of the check and of the balanced control, and the weight decay of the follow-up recipe.
@@ -78,7 +76,8 @@ def _describe(s: dict) -> str:
     data_name = "digits" if s["DATASET"] == "digits" else \
         f"CIFAR-10{' (the gpu subset)' if s.get('SUBSET') else ''}"
     return (f"UFM with C = 4 (half minorities, n_min = {s['N_MIN']}, d = {s['UFM_DIM']}), R in ({ratios}), "
-            f"NGD {s['NGD_STEPS']} and GD {s['GD_STEPS']} steps; ridge path over {len(s['LAMBDAS'])} values of "
+            f"NGD {s['NGD_STEPS']} steps of length {s['NGD_LR']:g} and GD {s['GD_STEPS']} steps of size "
+            f"{s['GD_LR']:g}; ridge path over {len(s['LAMBDAS'])} values of "
             f"lambda; {data_name} STEP {s['STEP_MAJ']}/{s['STEP_MIN']}, {net}, {s['EPOCHS']} epochs of {s['BATCH']}")
 
 
@@ -110,7 +109,9 @@ def _check_sizes(sizes: dict) -> dict:
         raise ValueError(f"STEP_MIN must be below STEP_MAJ (minorities are the smaller classes); got "
                          f"{s['STEP_MIN']} and {s['STEP_MAJ']}.")
     s["WIDTH"] = check_int("WIDTH", s["WIDTH"], 1, allow_none=s["DATASET"] != "digits")
-    s["LR"], s["WD"] = check_positive("LR", s["LR"]), check_nonnegative("WD", s["WD"])
+    for key in ("LR", "NGD_LR", "GD_LR"):
+        s[key] = check_positive(key, s[key])
+    s["WD"] = check_nonnegative("WD", s["WD"])
     s["AMP"] = check_bool("AMP", s["AMP"])
     s["RATIOS"] = _sequence("RATIOS", s["RATIOS"], lambda n, v: check_int(n, v, 1))
     s["LAMBDAS"] = _sequence("LAMBDAS", s["LAMBDAS"], check_positive)
@@ -129,7 +130,8 @@ def seli_setting(*, profile: str | None = None, scale: str | None = None, **chan
         third ``lambda``, 2 epochs on a tiny STEP subset of the CIFAR stand-in); the quick profile ignores it.
     **changes
         Sizes to change, by their plan name in lower or upper case: the UFM's ``ufm_dim`` (``d``), ``n_min``,
-        ``ratios`` (the ``R`` of the runs), ``ngd_steps``, ``gd_steps``, ``record`` (steps between history
+        ``ratios`` (the ``R`` of the runs), ``ngd_steps`` and ``ngd_lr`` (normalised GD's steps and their
+        length), ``gd_steps`` and ``gd_lr`` (plain GD's steps and step size), ``record`` (steps between history
         points); the ridge path's ``lambdas``; the network's ``dataset``, ``subset``, ``epochs``, ``batch``,
         ``lr``, ``wd``, ``eval_every`` (epochs between the SELI measurements), ``step_maj`` and ``step_min``
         (samples of a majority and of a minority class), ``width`` (the digits MLP's hidden width), ``amp``
@@ -281,13 +283,13 @@ class SeliUFM(ExperimentResult):
                 paper="experiments on synthetic and real data confirm convergence to SELI",
                 source=f"{PAPER}, abstract (an experimental finding; the theorem covers the SVM and the ridge path)",
                 derived=float(top.seli_cos_min), derived_how="our STEP closed form", ours=float(top.cos_min),
-                setting=f"{where}, R = {r_hi}, normalised GD {s['NGD_STEPS']} steps",
+                setting=f"{where}, R = {r_hi}, normalised GD {s['NGD_STEPS']} steps of length {s['NGD_LR']:g}",
                 tolerance={"abs": COSINE_MATCH, "against": "derived"}),
             "worsens": Claim(
                 "paper", f"Convergence to SELI worsens with imbalance: plain GD's distance of the logits to SEL, "
                 f"R = {r_hi} over R = {r_lo}",
                 paper="convergence worsens with increasing imbalances", source=f"{PAPER}, abstract (experiments)",
-                ours=self.gd_ratio, setting=f"{where}, plain GD {s['GD_STEPS']} steps, lambda = 0",
+                ours=self.gd_ratio, setting=f"{where}, plain GD {s['GD_STEPS']} steps of size {s['GD_LR']:g}, lambda = 0",
                 tolerance={"above": 1.0}),
         }
 
@@ -297,8 +299,8 @@ def seli_ufm(setting: Setting | None = None, *, seed: int = 0, workers: int | No
     """Train the sample-level CE UFM at ``lambda = 0`` with NGD and with GD for every ``R`` of the setting.
 
     Each run starts from the same random features (``seed``) for counts ``(R n_min, R n_min, n_min, n_min)``
-    and dimension ``UFM_DIM``: NGD takes ``NGD_STEPS`` steps of length 0.1 along ``-grad log L``, GD
-    ``GD_STEPS`` steps of size 1 (:func:`ncbook.ufm.train_ufm`, float64, one thread).
+    and dimension ``UFM_DIM``: NGD takes ``NGD_STEPS`` steps of length ``NGD_LR`` along ``-grad log L``, GD
+    ``GD_STEPS`` steps of size ``GD_LR`` (:func:`ncbook.ufm.train_ufm`, float64, one thread).
 
     Parameters
     ----------
@@ -340,7 +342,7 @@ def seli_ufm(setting: Setting | None = None, *, seed: int = 0, workers: int | No
     s = setting.sizes
     keys = [(r, opt) for r in s["RATIOS"] for opt in ("ngd", "gd")]
     configs = [dict(counts=_step_counts(r, s["N_MIN"]), dim=s["UFM_DIM"], optimizer=opt,
-                    lr=NGD_LR if opt == "ngd" else GD_LR, steps=s["NGD_STEPS"] if opt == "ngd" else s["GD_STEPS"],
+                    lr=s["NGD_LR"] if opt == "ngd" else s["GD_LR"], steps=s["NGD_STEPS"] if opt == "ngd" else s["GD_STEPS"],
                     record_every=s["RECORD"], seed=seed) for r, opt in keys]
     outs = run_jobs(_ufm_run, configs, progress=progress, workers=workers)
     import pandas as pd

@@ -21,7 +21,8 @@ from ..profiles import show_progress
 from ..geometry import cosine_matrix, etf_gram, seli_geometry, seli_step_closed_form, seli_step_limits
 from ._core import LEGEND_FONTSIZE, MAX_FIGURE_WIDTH, gram_heatmap, new_axes
 
-__all__ = ["seli_norm_bars", "seli_closed_form_figure", "curves", "seli_explorer", "seli_widget", "step_counts"]
+__all__ = ["seli_norm_bars", "seli_closed_form_figure", "curves", "seli_explorer", "seli_network_figure", "seli_ridge_figure",
+           "seli_ufm_figure", "seli_widget", "step_counts"]
 
 
 def step_counts(ratio: float, minority_fraction: float, num_classes: int, n_min: int = 1) -> np.ndarray:
@@ -500,3 +501,128 @@ def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes
     progress = show_progress() if check_bool("progress", progress, allow_none=True) is None else progress
     return SeliWidget(ratio, minority_fraction, num_classes, ratios=ratios, minority_fractions=minority_fractions,
                       dpi=dpi, progress=progress)
+
+
+def seli_ufm_figure(histories: Mapping, *, check: tuple):
+    """The UFM runs: distance of the logits to the SEL matrix over the steps, and one run's Grams.
+
+    Parameters
+    ----------
+    histories : mapping of (R, optimizer) to dict
+        The history of each run (:func:`ncbook.ufm.train_ufm`: arrays ``step``, ``z_sel``, ``w_seli``, ``w_etf``,
+        ``m_seli``, ``m_etf``); optimizer ``"ngd"`` (solid lines) or ``"gd"`` (dashed).
+    check : (R, optimizer)
+        The run whose classifier and class-mean Grams the right panel follows (to SELI and to the ETF).
+
+    Returns
+    -------
+    Figure
+        Two panels, log distance axes.
+
+    Raises
+    ------
+    ValueError
+        If ``check`` is not a key of ``histories``.
+
+    Examples
+    --------
+    >>> h = {"step": np.array([0, 10]), **{k: np.array([1.0, 0.1]) for k in ("z_sel", "w_seli", "w_etf", "m_seli", "m_etf")}}
+    >>> fig = seli_ufm_figure({(1, "ngd"): h, (1, "gd"): h}, check=(1, "ngd"))
+    >>> len(fig.axes[0].lines), len(fig.axes[1].lines)
+    (2, 4)
+    >>> plt.close(fig)
+    """
+    if check not in histories:
+        raise ValueError(f"check must be one of the runs {sorted(histories)}; got {check!r}.")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    for (ratio, opt), h in histories.items():
+        axes[0].plot(h["step"], h["z_sel"], "-" if opt == "ngd" else "--", label=f"{opt.upper()}, R = {ratio:g}")
+    axes[0].set(yscale="log", xlabel="step", ylabel="distance of the logits to SEL", title="convergence worsens with R")
+    axes[0].legend(fontsize=LEGEND_FONTSIZE, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+    h = histories[check]
+    for key, label in (("w_seli", "W to SELI"), ("w_etf", "W to ETF"), ("m_seli", "means to SELI"),
+                       ("m_etf", "means to ETF")):
+        axes[1].plot(h["step"], h[key], label=label)
+    axes[1].set(yscale="log", xlabel="step", title=f"{check[1].upper()}, R = {check[0]:g}")
+    axes[1].legend(fontsize=LEGEND_FONTSIZE)
+    return fig
+
+
+def seli_ridge_figure(lambdas, distance, norm_ratio, cos_min, *, seli_norm_ratio: float):
+    r"""The ridge path: distance of ``Z_lambda`` to SELI against ``lambda``, and the minority classifiers.
+
+    Parameters
+    ----------
+    lambdas : array-like of shape (m,), positive
+    distance : array-like of shape (m,)
+        ``dist(Z_lambda, SELI)``; the left panel also draws ``c / log(1/lambda)`` through its first point.
+    norm_ratio, cos_min : array-like of shape (m,)
+        Minority over majority classifier norm, and the cosine of the two minority classifiers (NaN where
+        one vanished).
+    seli_norm_ratio : float
+        SELI's norm ratio (the ``lambda -> 0`` limit), dashed.
+
+    Returns
+    -------
+    Figure
+
+    Examples
+    --------
+    >>> fig = seli_ridge_figure([1e-4, 1e-2], [0.2, 0.3], [0.6, 0.5], [0.1, 0.9], seli_norm_ratio=0.7)
+    >>> len(fig.axes)
+    2
+    >>> plt.close(fig)
+    """
+    lam = np.asarray(lambdas, dtype=float)
+    distance = np.asarray(distance, dtype=float)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    rate = distance[0] * np.log(1 / lam[0]) / np.log(1 / lam)
+    curves(lam, {r"distance of $Z_\lambda$ to SELI": distance, r"$c / \log(1/\lambda)$": rate}, axes[0], logx=True,
+           xlabel=r"$\lambda$", styles={r"$c / \log(1/\lambda)$": ":"})
+    ratio_label = r"$\|w_{\mathrm{min}}\| / \|w_{\mathrm{maj}}\|$"
+    curves(lam, {ratio_label: norm_ratio, r"$\cos(w_{\mathrm{min}}, w'_{\mathrm{min}})$": cos_min}, axes[1], logx=True,
+           xlabel=r"$\lambda$", hlines={ratio_label: float(seli_norm_ratio)},
+           title=r"dashed: SELI ($\lambda \to 0$)")
+    return fig
+
+
+def seli_network_figure(distances: Mapping, classifiers, means, counts, *, title: str = ""):
+    """A trained network against SELI: its distances over training, its norm bars and SELI's.
+
+    Parameters
+    ----------
+    distances : mapping or DataFrame
+        Columns ``epoch``, ``w_seli``, ``w_etf``, ``m_seli``, ``m_etf`` (one row per measurement).
+    classifiers, means : array-like of shape (C, d)
+        The trained classifier rows and the centred class means.
+    counts : array-like of shape (C,)
+        Training samples per class (SELI of these counts is drawn beside the network).
+    title : str
+        Title of the left panel.
+
+    Returns
+    -------
+    Figure
+        Three panels: the distances (linear axis), the network's norms, SELI's norms.
+
+    Examples
+    --------
+    >>> g = seli_geometry([50, 50, 5, 5])
+    >>> d = {"epoch": [1, 2], "w_seli": [0.5, 0.2], "w_etf": [0.5, 0.4], "m_seli": [0.6, 0.3], "m_etf": [0.6, 0.5]}
+    >>> fig = seli_network_figure(d, g.classifiers, g.means, [50, 50, 5, 5])
+    >>> len(fig.axes)
+    3
+    >>> plt.close(fig)
+    """
+    counts = np.asarray(counts)
+    seli = seli_geometry(counts)
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_FIGURE_WIDTH, 3.6), layout="constrained",
+                             gridspec_kw=dict(width_ratios=(1.2, 1, 1)))
+    for key, label in (("w_seli", "classifier to SELI"), ("w_etf", "classifier to ETF"),
+                       ("m_seli", "class means to SELI"), ("m_etf", "class means to ETF")):
+        axes[0].plot(list(distances["epoch"]), list(distances[key]), label=label)
+    axes[0].set(xlabel="epoch", ylabel="distance", title=title)
+    axes[0].legend(fontsize=LEGEND_FONTSIZE, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+    seli_norm_bars(classifiers, means, axes[1], counts=counts, title="trained network")
+    seli_norm_bars(seli.classifiers, seli.means, axes[2], counts=counts, title="SELI prediction")
+    return fig
