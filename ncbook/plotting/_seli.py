@@ -555,7 +555,8 @@ def seli_ridge_figure(lambdas, distance, norm_ratio, cos_min, *, seli_norm_ratio
     ----------
     lambdas : array-like of shape (m,), positive
     distance : array-like of shape (m,)
-        ``dist(Z_lambda, SELI)``; the left panel also draws ``c / log(1/lambda)`` through its first point.
+        ``dist(Z_lambda, SELI)``; the left panel also draws a multiple of ``1 / log(1/lambda)`` through its first
+        point.
     norm_ratio, cos_min : array-like of shape (m,)
         Minority over majority classifier norm, and the cosine of the two minority classifiers (NaN where
         one vanished).
@@ -577,8 +578,8 @@ def seli_ridge_figure(lambdas, distance, norm_ratio, cos_min, *, seli_norm_ratio
     distance = np.asarray(distance, dtype=float)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
     rate = distance[0] * np.log(1 / lam[0]) / np.log(1 / lam)
-    curves(lam, {r"distance of $Z_\lambda$ to SELI": distance, r"$c / \log(1/\lambda)$": rate}, axes[0], logx=True,
-           xlabel=r"$\lambda$", styles={r"$c / \log(1/\lambda)$": ":"})
+    curves(lam, {r"distance of $Z_\lambda$ to SELI": distance, r"$\propto 1 / \log(1/\lambda)$": rate}, axes[0],
+           logx=True, xlabel=r"$\lambda$", styles={r"$\propto 1 / \log(1/\lambda)$": ":"})
     ratio_label = r"$\|w_{\mathrm{min}}\| / \|w_{\mathrm{maj}}\|$"
     curves(lam, {ratio_label: norm_ratio, r"$\cos(w_{\mathrm{min}}, w'_{\mathrm{min}})$": cos_min}, axes[1], logx=True,
            xlabel=r"$\lambda$", hlines={ratio_label: float(seli_norm_ratio)},
@@ -623,6 +624,13 @@ def seli_network_figure(distances: Mapping, classifiers, means, counts, *, title
         axes[0].plot(list(distances["epoch"]), list(distances[key]), label=label)
     axes[0].set(xlabel="epoch", ylabel="distance", title=title)
     axes[0].legend(fontsize=LEGEND_FONTSIZE, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
-    seli_norm_bars(classifiers, means, axes[1], counts=counts, title="trained network")
-    seli_norm_bars(seli.classifiers, seli.means, axes[2], counts=counts, title="SELI prediction")
+    groups, start = [], 0          # "0-4: 120, 5-9: 12": the classes of each count (tick labels would collide)
+    for end in range(1, counts.size + 1):
+        if end == counts.size or counts[end] != counts[start]:
+            groups.append(f"{start}-{end - 1}: {int(counts[start])}" if end - 1 > start else f"{start}: {int(counts[start])}")
+            start = end
+    for ax, (w, m, name) in zip(axes[1:], ((classifiers, means, "trained network"),
+                                            (seli.classifiers, seli.means, "SELI prediction"))):
+        seli_norm_bars(w, m, ax, title=name)
+        ax.set_xlabel(f"class (samples: {', '.join(groups)})")
     return fig
