@@ -35,18 +35,6 @@ NOT_YET: dict[str, dict[str, str]] = {
         "figures: what to see": _REWRITE,
         "glue cells": _REWRITE,
     },
-    "seli": {
-        "frame: study time": _REWRITE,
-        "sources box": _REWRITE,
-        "exercises: labels": _REWRITE,
-        "exercises: hints": _REWRITE + " (ex-seli-1, -2, -3)",
-        "exercises: no re-typing": _REWRITE + " (ex-seli-4 re-types log_mean_ce)",
-        "notation: retired symbols": "renames: u, g -> v_in, v_grp; e_{y_i} -> row y_i of I_C; a -> varsigma",
-        "notation: symbols listed": "the same renames (a, g, u)",
-        "predict prompts": _REWRITE,
-        "figures: what to see": _REWRITE,
-        "glue cells": _REWRITE,
-    },
 }
 
 HEADER = """\

@@ -48,6 +48,7 @@ from ._seli import check_etf_cost_ratio
 from ._seli import check_log_mean_ce
 from ._seli import check_minority_norm_ratio_limit
 from ._seli import check_minority_orthogonal_ratio
+from ._seli import check_step_multipliers
 
 EXERCISES = {spec.name: spec for module in (_primer, _seli, _contrastive, _dgp, _reweighting, _margins)
              for spec in module.EXERCISES}
@@ -81,6 +82,7 @@ __all__ = [
     "check_log_mean_ce",
     "check_minority_norm_ratio_limit",
     "check_minority_orthogonal_ratio",
+    "check_step_multipliers",
     "check_laplacian_status",
     "check_superclass_epsilon",
     "check_three_point_shift",

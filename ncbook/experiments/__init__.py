@@ -31,6 +31,14 @@ from ._mr2_margins import MR2Comparison
 from ._mr2_margins import compare_mr2
 from ._mr2_margins import mr2_baseline
 from ._mr2_margins import mr2_setting
+from ._seli import SeliNetwork
+from ._seli import SeliRidgePath
+from ._seli import SeliUFM
+from ._seli import seli_model
+from ._seli import seli_network
+from ._seli import seli_ridge_path
+from ._seli import seli_setting
+from ._seli import seli_ufm
 from ._verdicts import Verdict
 from ._verdicts import compare_means
 from ._verdicts import exceeds
@@ -75,6 +83,14 @@ __all__ = [
     "ReweightingComparison",
     "run_jobs",
     "seed_noise",
+    "seli_model",
+    "seli_network",
+    "seli_ridge_path",
+    "seli_setting",
+    "seli_ufm",
+    "SeliNetwork",
+    "SeliRidgePath",
+    "SeliUFM",
     "Setting",
     "supervised_prototypes",
     "SupervisedPrototypes",
