@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from .. import data, geometry, metrics, models, profiles, train
 from .._validation import (check_bool, check_callable, check_counts, check_in, check_instance, check_int,
                            check_nonnegative, check_path, check_positive)
-from ._core import Claim, ExperimentResult, Setting, Stopwatch, _in_torchrun, run_jobs
+from ._core import Claim, ExperimentResult, Setting, Stopwatch, run_jobs
 from ._verdicts import Verdict, exceeds
 
 __all__ = ["PrimerNetwork", "PrimerUFM", "primer_model", "primer_network", "primer_setting", "primer_ufm"]
@@ -652,8 +652,9 @@ def primer_network(setting: Setting | None = None, *, imbalance: str | None = No
     with _threads(1 if device.type == "cpu" else torch.get_num_threads()):
         torch.manual_seed(seed)
         initial = _geometry(make().to(device), *run["train"], initial=True) if imbalance is None else None
-    cost = _chapter_cost(results, checkpoints, make, d, s, plan, device) if main else None
-    if cost is not None:
+    # every rank measures (under torchrun the probe's fit is a distributed run too); rank 0 prints and records
+    cost = _chapter_cost(results if main else None, checkpoints, make, d, s, plan, device)
+    if main:
         cost.announce(name, time_next_cell=False)   # the call times its own run
     fit_options = dict(epochs=run["epochs"], batch_size=s["BATCH"], lr=s["LR"], weight_decay=s["WD"],
                        nc_every=run["nc_every"], eval_every=run["nc_every"], augment=d.augment, amp=s["AMP"],
@@ -663,7 +664,7 @@ def primer_network(setting: Setting | None = None, *, imbalance: str | None = No
     training = Stopwatch()
     [out] = run_jobs(_job, [dict(model=make, train_set=run["train"], test=d.test, seed=seed, fit_options=fit_options,
                                  device=str(device), checkpoint=folder)], progress=False, workers=1)
-    if cost is not None:
+    if main:
         cost.record(name, training.seconds)
     result = _network_result(setting, imbalance, run, out, d, initial, reference, clock)
     if setting.profile == "full" and main:
