@@ -107,7 +107,7 @@ def test_ufm_table_histories_and_claims(ufm):
     np.testing.assert_allclose(small.objective, small.objective.iloc[0], rtol=1e-9)
     assert ufm.table.norm_w.iloc[-1] < primer.UFM_ZERO and np.isnan(ufm.table.nc1.iloc[-1])
     assert [c.verdict for c in ufm.claims()] == ["reproduced", "passed", "passed"]
-    assert {k: v.holds for k, v in ufm.verdicts().items()} == {"etf": True, "zero": True}
+    assert {k: v.holds for k, v in ufm.verdicts().items()} == {"etf": True, "same_value": True, "zero": True}
     assert ufm.fit_options == {**primer.UFM_FIT, "steps": profiles.PLANS["nc_primer"].params["quick"]["UFM_STEPS"]}
 
 
@@ -118,7 +118,7 @@ def test_ufm_claims_flip_on_planted_numbers(ufm):
     stuck = replace(ufm, table=t.assign(grad_norm=t.grad_norm.where(t.index != 0, 1e-5)))   # not a critical point
     assert stuck.claims()[0].verdict == "not reproduced" and not stuck.verdicts()["etf"].holds
     apart = replace(ufm, table=t.assign(objective=t.objective.where(t.index != 1, t.objective * (1 + 1e-6))))
-    assert apart.claims()[1].verdict == "failed"
+    assert apart.claims()[1].verdict == "failed" and not apart.verdicts()["same_value"].holds
     alive = replace(ufm, table=t.assign(norm_w=t.norm_w.where(t.ridge != "large", 1e-6)))
     assert alive.claims()[2].verdict == "failed" and not alive.verdicts()["zero"].holds
 
