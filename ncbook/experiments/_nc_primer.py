@@ -703,9 +703,9 @@ def _network_result(setting, imbalance, run, out, d: _Data, initial, reference, 
            "cos_majority": float(np.mean(pairs(0, 5))), "cos_minority": float(np.mean(pairs(5, 10)))}
     table = pd.DataFrame([row])
     counts = run["counts"]
-    where = (f"{setting.text}; {label} training set"
-             + ("" if imbalance is None else f" (STEP, {counts[0]} and {counts[-1]} per class, "
-                                               f"{run['epochs']} epochs: as many steps)") + ", training-set metrics")
+    where = (f"{setting.text}; " + ("balanced training set" if imbalance is None else
+                                    f"STEP-imbalanced training set ({counts[0]} and {counts[-1]} per class, "
+                                    f"{run['epochs']} epochs: as many steps)") + ", training-set metrics")
     extras = {"initial": initial, "classifier": w, "centred_means": out["centred_means"], "class_acc": class_acc,
               "counts": counts, "reference": reference, "where": where}
     return PrimerNetwork(CHAPTER, setting, table, {label: hist}, clock.seconds, extras)
