@@ -60,7 +60,7 @@ PLANTED = {
 # correct solutions written differently from the chapter's (loops, other decompositions, other formulas)
 ALTERNATIVE = {
     "nc_primer": {
-        "my_nc1": '''def my_nc1(features, labels, num_classes):
+        "nc1_per_class": '''def nc1_per_class(features, labels, num_classes):
     f, y = np.asarray(features, dtype=float), np.asarray(labels)
     sums, counts = np.zeros((num_classes, f.shape[1])), np.zeros(num_classes)
     np.add.at(sums, y, f)
@@ -70,11 +70,11 @@ ALTERNATIVE = {
     vals, vecs = np.linalg.eigh(centred.T @ centred / num_classes)
     order = np.argsort(vals)[::-1][:num_classes - 1]
     order = [k for k in order if vals[k] > 1e-10 * vals.max()]
-    total = 0.0
+    out = np.zeros(num_classes)
     for k in order:
         proj = (f - mu[y]) @ vecs[:, k]
-        total += (proj @ proj) / len(f) / vals[k]
-    return total / num_classes''',
+        out += np.bincount(y, weights=proj**2, minlength=num_classes) / counts / vals[k]
+    return out / num_classes''',
         "nc2_shifted": '''def nc2_shifted(num_classes, shift):
     c = num_classes
     rows = np.hstack([np.eye(c) - 1.0 / c, np.zeros((c, 1))])

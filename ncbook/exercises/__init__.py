@@ -34,6 +34,7 @@ from ._margins import check_half_pull_distance
 from ._margins import check_relative_spread_margins
 from ._primer import check_nc1
 from ._primer import check_nc1_label_noise
+from ._primer import check_nc1_per_class
 from ._primer import check_nc2
 from ._primer import check_nc2_shifted
 from ._primer import check_zero_threshold
@@ -68,6 +69,7 @@ __all__ = [
     "check_relative_spread_margins",
     "check_nc1",
     "check_nc1_label_noise",
+    "check_nc1_per_class",
     "check_nc2",
     "check_nc2_shifted",
     "check_zero_threshold",

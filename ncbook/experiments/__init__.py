@@ -31,6 +31,12 @@ from ._mr2_margins import MR2Comparison
 from ._mr2_margins import compare_mr2
 from ._mr2_margins import mr2_baseline
 from ._mr2_margins import mr2_setting
+from ._nc_primer import PrimerNetwork
+from ._nc_primer import PrimerUFM
+from ._nc_primer import primer_model
+from ._nc_primer import primer_network
+from ._nc_primer import primer_setting
+from ._nc_primer import primer_ufm
 from ._seli import SeliNetwork
 from ._seli import SeliRidgePath
 from ._seli import SeliUFM
@@ -77,6 +83,12 @@ __all__ = [
     "mr2_setting",
     "MR2Baseline",
     "MR2Comparison",
+    "primer_model",
+    "primer_network",
+    "primer_setting",
+    "primer_ufm",
+    "PrimerNetwork",
+    "PrimerUFM",
     "quoted_reweighting_results",
     "record_claims",
     "reweighting_setting",
