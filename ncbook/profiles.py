@@ -428,9 +428,10 @@ def _work_nc_primer(p):
     n, n_test = (_GPU_BALANCED, _GPU_TEST) if p["SUBSET"] else (50000, 10000)
     n_step = 5 * p["STEP_MAJ"] + 5 * p["STEP_MIN"]
     e_step = p["EPOCHS"] * n // n_step
-    bal = _fit(n, p["EPOCHS"], p["BATCH"], n + n_test, p["EPOCHS"])
-    step = _fit(n_step, e_step, p["BATCH"], n_step + n_test, e_step)
-    return [("balanced network", *bal), ("STEP-imbalanced network", *step)]
+    bal = _fit(n, p["EPOCHS"], p["BATCH"], n + n_test, -(-p["EPOCHS"] // p["NC_EVERY"]))  # NC epochs and the last
+    step = _fit(n_step, e_step, p["BATCH"], n_step + n_test, 1)                            # evaluated at the end
+    return [("balanced network", bal[0], bal[1] + n), ("STEP-imbalanced network", step[0], step[1] + n_step)]  # + the
+    # training set once more at the end (the final classifier, features and class means)
 
 
 def _work_seli(p):
@@ -486,18 +487,43 @@ def _work_mr2(p):
     return out
 
 
+_SELI_LAMBDAS = (1e-6, 1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)   # the ridge path (quick, gpu)
+
 PLANS = {
     "nc_primer": ChapterPlan(
         "nc_primer",
-        {"gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", EPOCHS=100, BATCH=128, LR=0.1, WD=5e-4, STEP_MAJ=500, STEP_MIN=50),
-         "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, STEP_MAJ=5000, STEP_MIN=500)},
+        # read by ncbook.experiments.primer_setting. quick: digits, MLP 64-WIDTH-WIDTH-32 with BatchNorm, in float32
+        # (AMP=False: the same arithmetic on CPUs with and without bf16); gpu and full: ResNet-32 on CIFAR-10. NC_EVERY:
+        # epochs between the balanced run's NC measurements (and evaluations); STEP_MAJ, STEP_MIN: the STEP run's class
+        # sizes (imbalance ratio STEP_MAJ / STEP_MIN), trained for as many steps as the balanced run; UFM_STEPS,
+        # UFM_SEEDS: the UFM fits (gradient descent with momentum in float64 on the CPU, a fraction of a second each).
+        {"quick": dict(DATASET="digits", SUBSET=None, WIDTH=256, EPOCHS=150, BATCH=128, LR=0.05, WD=5e-3, NC_EVERY=10,
+                       AMP=False, STEP_MAJ=120, STEP_MIN=12, UFM_STEPS=600, UFM_SEEDS=3),
+         "gpu": dict(DATASET="cifar10", SUBSET="gpu-balanced", EPOCHS=100, BATCH=128, LR=0.1, WD=5e-4, NC_EVERY=6,
+                     AMP=True, STEP_MAJ=500, STEP_MIN=50, UFM_STEPS=600, UFM_SEEDS=3),
+         "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, NC_EVERY=13, AMP=True,
+                      STEP_MAJ=5000, STEP_MIN=500, UFM_STEPS=600, UFM_SEEDS=3)},
         _work_nc_primer, 35.0, _QUICK_SOURCE),
     "seli": ChapterPlan(
         "seli",
-        {"gpu": dict(DATASET="cifar10", SUBSET="gpu", EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=10,
-                     STEP_MAJ=500, STEP_MIN=50),
-         "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=5,
-                      STEP_MAJ=5000, STEP_MIN=500)},
+        # read by ncbook.experiments.seli_setting: the UFM runs (C = 4, half minorities, R in RATIOS, NGD and GD
+        # steps), the ridge path (LAMBDAS), the STEP-imbalanced network (digits + MLP at quick, CIFAR-10 + ResNet-32
+        # at gpu and full; WIDTH is the digits MLP's hidden width). The UFM and the ridge solves run on the CPU.
+        # quick: NGD steps five times as long as gpu's and full's (1000 instead of 4000 steps of 0.1: the same
+        # verdicts over 8 seeds, the minority cosine within 0.002 of SELI's), GD 1000 steps; the network an MLP
+        # 64-256-256-32 for 100 epochs in float32 (AMP=False: the same arithmetic on CPUs with and without bf16);
+        # before: 4000 + 4000 steps, 64-512-512-32 for 300 epochs in bf16 where the CPU has it (the same verdicts)
+        {"quick": dict(UFM_DIM=8, N_MIN=5, RATIOS=(1, 10, 100), NGD_STEPS=1000, NGD_LR=0.5, GD_STEPS=1000, GD_LR=1.0,
+                       RECORD=20, LAMBDAS=_SELI_LAMBDAS, DATASET="digits", SUBSET=None, EPOCHS=100, BATCH=128, LR=0.05,
+                       WD=5e-3, EVAL_EVERY=5, STEP_MAJ=120, STEP_MIN=12, WIDTH=256, AMP=False),
+         "gpu": dict(UFM_DIM=8, N_MIN=5, RATIOS=(1, 10, 100), NGD_STEPS=4000, NGD_LR=0.1, GD_STEPS=4000, GD_LR=1.0,
+                     RECORD=20, LAMBDAS=_SELI_LAMBDAS, DATASET="cifar10", SUBSET="gpu", EPOCHS=200, BATCH=128, LR=0.1,
+                     WD=5e-4, EVAL_EVERY=10, STEP_MAJ=500, STEP_MIN=50, WIDTH=None, AMP=True),
+         "full": dict(UFM_DIM=8, N_MIN=5, RATIOS=(1, 10, 100), NGD_STEPS=8000, NGD_LR=0.1, GD_STEPS=100_000, GD_LR=1.0,
+                      RECORD=100, LAMBDAS=tuple(10.0 ** k for k in (-8, -7, -6, -5, -4.5, -4, -3.5, -3, -2.5, -2, -1.8,
+                                                                    -1.6, -1.5, -1.4, -1.3)),
+                      DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=5,
+                      STEP_MAJ=5000, STEP_MIN=500, WIDTH=None, AMP=True)},
         _work_seli, 55.0, _QUICK_SOURCE),
     "contrastive_imbalance": ChapterPlan(
         "contrastive_imbalance",

@@ -60,7 +60,7 @@ PLANTED = {
 # correct solutions written differently from the chapter's (loops, other decompositions, other formulas)
 ALTERNATIVE = {
     "nc_primer": {
-        "my_nc1": '''def my_nc1(features, labels, num_classes):
+        "nc1_per_class": '''def nc1_per_class(features, labels, num_classes):
     f, y = np.asarray(features, dtype=float), np.asarray(labels)
     sums, counts = np.zeros((num_classes, f.shape[1])), np.zeros(num_classes)
     np.add.at(sums, y, f)
@@ -70,11 +70,11 @@ ALTERNATIVE = {
     vals, vecs = np.linalg.eigh(centred.T @ centred / num_classes)
     order = np.argsort(vals)[::-1][:num_classes - 1]
     order = [k for k in order if vals[k] > 1e-10 * vals.max()]
-    total = 0.0
+    out = np.zeros(num_classes)
     for k in order:
         proj = (f - mu[y]) @ vecs[:, k]
-        total += (proj @ proj) / len(f) / vals[k]
-    return total / num_classes''',
+        out += np.bincount(y, weights=proj**2, minlength=num_classes) / counts / vals[k]
+    return out / num_classes''',
         "nc2_shifted": '''def nc2_shifted(num_classes, shift):
     c = num_classes
     rows = np.hstack([np.eye(c) - 1.0 / c, np.zeros((c, 1))])
@@ -279,7 +279,8 @@ def test_assignment_solutions_pass_the_hidden_cases_of_any_secret_and_student_an
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_two_thousand_students_draw_hidden_cases_of_their_own(name):
     """Per student, an exercise's hidden cases are drawn from HMAC(secret, exercise + student key); one of its cases
-    at least comes from a domain too large to tabulate: among 2000 students it never repeats, and no two students
+    at least comes from a domain too large to tabulate: among 2000 students it repeats at most 10 times (by the
+    birthday bound, 2000 draws from D values repeat about 2000**2 / (2 D) times, so D > 2e5), and no two students
     share all their cases (a lookup table or a neighbour's answers do not carry over)."""
     import hashlib as _h
 
@@ -293,7 +294,7 @@ def test_two_thousand_students_draw_hidden_cases_of_their_own(name):
             seen.add(d)
         tuples.add(tuple(digests))
     assert len(tuples) >= 1998, f"{name}: {2000 - len(tuples)} pairs of students share all their hidden cases"
-    assert max(len(s) for s in positions) == 2000, f"{name}: no hidden case from a large enough domain " \
+    assert max(len(s) for s in positions) >= 1990, f"{name}: no hidden case from a large enough domain " \
                                                   f"({[len(s) for s in positions]} distinct per case)"
 
 

@@ -142,6 +142,7 @@ def test_the_directive_renders_the_docstring_and_the_code_in_html(tmp_path):
 # --------------------------------------------------------------------------- the chapters' own listings
 _INCLUDE = re.compile(r"^(`{3,}|:{3,})\{literalinclude\} (?P<path>\S+)\n(?P<options>(?::[\w-]+:.*\n)*)", re.M)
 CHAPTERS = ["nc_primer", "seli", "contrastive_imbalance", "weighted_contrastive", "inverse_reweighting", "mr2_margins"]
+NOT_REWRITTEN: set = set()   # remove a chapter as its rewrite lands
 
 
 def _raw_docstring_listings(md: Path) -> list[str]:
@@ -165,7 +166,8 @@ def test_the_listing_check_can_fail(tmp_path):
 
 
 @pytest.mark.parametrize("stem", [pytest.param(s, marks=pytest.mark.xfail(
-    strict=False, reason="prints a docstring raw with literalinclude: `listing` takes the same argument and "
-                         "options (waits for the chapter's rewrite, issue 32)")) for s in CHAPTERS])
+    strict=True, reason="prints a docstring raw with literalinclude: `listing` takes the same argument and "
+                        "options (waits for the chapter's rewrite, issue 32)")) if s in NOT_REWRITTEN else s
+                                  for s in CHAPTERS])
 def test_chapter_listings_render_their_docstrings(stem):
     assert _raw_docstring_listings(ROOT / "book" / f"{stem}.md") == []

@@ -22,31 +22,6 @@ _spec.loader.exec_module(cc)
 # (so the list only shrinks) and on any failing rule not listed here.
 _REWRITE = "its issue-32 rewrite"
 NOT_YET: dict[str, dict[str, str]] = {
-    "nc_primer": {
-        "frame: study time": _REWRITE,
-        "sources box": _REWRITE,
-        "exercises: labels": _REWRITE,
-        "exercises: hints": _REWRITE + " (ex-primer-2, ex-primer-4)",
-        "exercises: no re-typing": _REWRITE + " (ex-primer-1 re-types nc1)",
-        "notation: retired symbols": "renames: b -> z_0, v (shift) -> w_0, e_c -> rows of I_C, A/B -> G/G', "
-                                     "r_flip -> pi_flip, K in words",
-        "notation: symbols listed": "the same renames (A, B, K, r)",
-        "predict prompts": _REWRITE,
-        "figures: what to see": _REWRITE,
-        "glue cells": _REWRITE,
-    },
-    "seli": {
-        "frame: study time": _REWRITE,
-        "sources box": _REWRITE,
-        "exercises: labels": _REWRITE,
-        "exercises: hints": _REWRITE + " (ex-seli-1, -2, -3)",
-        "exercises: no re-typing": _REWRITE + " (ex-seli-4 re-types log_mean_ce)",
-        "notation: retired symbols": "renames: u, g -> v_in, v_grp; e_{y_i} -> row y_i of I_C; a -> varsigma",
-        "notation: symbols listed": "the same renames (a, g, u)",
-        "predict prompts": _REWRITE,
-        "figures: what to see": _REWRITE,
-        "glue cells": _REWRITE,
-    },
 }
 
 HEADER = """\

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ncbook import geometry, metrics, ufm
-from ncbook.exercises import (EXERCISES, check_nc1, check_nc1_label_noise, check_nc2, check_nc2_shifted,
-                              check_zero_threshold)
-from ncbook.exercises._primer import _gradient_at_zero, _label_noise_nc1, _shifted_classifier
+from ncbook.exercises import (EXERCISES, check_nc1, check_nc1_label_noise, check_nc1_per_class, check_nc2,
+                              check_nc2_shifted, check_zero_threshold)
+from ncbook.exercises._primer import _gradient_at_zero, _label_noise_nc1, _nc1_per_class, _shifted_classifier
 
 
 # --------------------------------------------------------------------------- the chapter's solutions
@@ -23,6 +23,18 @@ def my_nc1(features, labels, num_classes):
     sigma_w = dev.T @ dev / len(h)
     sigma_b = centred.T @ centred / num_classes
     return np.trace(sigma_w @ np.linalg.pinv(sigma_b, rcond=1e-10)) / num_classes
+
+
+def nc1_per_class(features, labels, num_classes):
+    h, y = np.asarray(features, dtype=float), np.asarray(labels)
+    mu = np.stack([h[y == c].mean(0) for c in range(num_classes)])
+    centred = mu - mu.mean(0)
+    b_pinv = np.linalg.pinv(centred.T @ centred / num_classes, rcond=1e-10)
+    out = []
+    for c in range(num_classes):
+        dev = h[y == c] - mu[c]
+        out.append(np.trace(dev.T @ dev / len(dev) @ b_pinv) / num_classes)
+    return np.array(out)
 
 
 def nc2_shifted(num_classes, shift):
@@ -45,7 +57,7 @@ def my_nc2(x):
     return np.linalg.norm(g / np.linalg.norm(g) - (np.eye(c) - 1 / c) / np.sqrt(c - 1))
 
 
-SOLUTIONS = {"nc1": (check_nc1, my_nc1), "nc2": (check_nc2, my_nc2), "nc2_shifted": (check_nc2_shifted, nc2_shifted),
+SOLUTIONS = {"nc1": (check_nc1, my_nc1), "nc1_per_class": (check_nc1_per_class, nc1_per_class), "nc2": (check_nc2, my_nc2), "nc2_shifted": (check_nc2_shifted, nc2_shifted),
              "zero_threshold": (check_zero_threshold, zero_threshold),
              "nc1_label_noise": (check_nc1_label_noise, nc1_label_noise)}
 
@@ -101,6 +113,38 @@ def test_nc1_mistakes_fail_naming_input_expected_and_received():
 
     res = check_nc1(lambda features, labels, num_classes: None)
     assert not res and "returned None" in res.message
+
+
+def test_nc1_per_class_mistakes_fail():
+    def sample_mean(features, labels, num_classes):    # mu_G = the sample mean: wrong under imbalance
+        h, y = np.asarray(features, dtype=float), np.asarray(labels)
+        mu = np.stack([h[y == c].mean(0) for c in range(num_classes)])
+        b_pinv = np.linalg.pinv((mu - h.mean(0)).T @ (mu - h.mean(0)) / num_classes, rcond=1e-10)
+        return np.array([np.trace((h[y == c] - mu[c]).T @ (h[y == c] - mu[c]) / (y == c).sum() @ b_pinv)
+                         for c in range(num_classes)]) / num_classes
+
+    res = check_nc1_per_class(sample_mean)
+    assert not res and "on input features=array of shape" in res.message and "Hint: one Sigma_B" in res.message
+    weighted = lambda features, labels, num_classes: nc1_per_class(features, labels, num_classes) \
+        * np.bincount(labels, minlength=num_classes) / len(labels)          # the terms of NC1, not NC1_c
+    res = check_nc1_per_class(weighted)
+    assert not res and "expected" in res.message
+    res = check_nc1_per_class(lambda features, labels, num_classes: [metrics.nc1(features, labels, num_classes)] *
+                              num_classes)
+    assert not res and "calls ncbook.metrics.nc1" in res.message
+
+
+def test_nc1_per_class_averages_to_nc1_and_its_class_variant():
+    """The written part of the exercise: NC1 is the n_c / n average of NC1_c, within='class' their plain mean."""
+    rng = np.random.default_rng(3)
+    for c, d in ((3, 2), (4, 8), (6, 5), (10, 32)):
+        counts = rng.integers(2, 40, c)
+        y = rng.permutation(np.repeat(np.arange(c), counts))
+        h = 2.0 * rng.standard_normal((c, d))[y] + rng.uniform(0.2, 1.5, c)[y, None] * rng.standard_normal((y.size, d))
+        per = _nc1_per_class(h, y, c)
+        assert math.isclose(float(per @ counts / counts.sum()), metrics.nc1(h, y, c), rel_tol=1e-9)
+        assert math.isclose(float(per.mean()), metrics.nc1(h, y, c, within="class"), rel_tol=1e-9)
+        np.testing.assert_allclose(nc1_per_class(h, y, c), per, rtol=1e-9)
 
 
 def test_nc2_shifted_mistakes_fail():

@@ -11,8 +11,8 @@ from scipy.optimize import minimize_scalar
 
 from ncbook import geometry, ufm
 from ncbook.exercises import (check_collapse_lambda, check_etf_cost_ratio, check_log_mean_ce,
-                              check_minority_norm_ratio_limit, check_minority_orthogonal_ratio)
-from ncbook.exercises._seli import ETF_COST_RATIO, MINORITY_NORM_RATIO_LIMIT, MINORITY_ORTHOGONAL_RATIO
+                              check_minority_norm_ratio_limit, check_minority_orthogonal_ratio, check_step_multipliers)
+from ncbook.exercises._seli import ETF_COST_RATIO, MINORITY_NORM_RATIO_LIMIT, MINORITY_ORTHOGONAL_RATIO, STEP_MULTIPLIERS
 from ncbook.geometry import seli_step_closed_form, seli_step_limits
 from ncbook.ufm import log_mean_ce
 
@@ -185,6 +185,58 @@ def test_renamed_parameter_names_the_expected_signature():
 
     res = check_log_mean_ce(renamed)
     assert not res and "renamed(logits, y)" in res.message and "(logits, labels)" in res.message
+
+
+# --------------------------------------------------------------------------- ex-seli-4: SELI's multipliers
+def step_multipliers(ratio, num_majority, num_minority):  # the chapter's solution
+    a, b = num_majority, num_minority
+    c = a + b
+    chi = (ratio * b + a) / c
+    return np.array([1 / (np.sqrt(ratio) * a) - b / (np.sqrt(chi) * c * a),
+                     1 / b - a / (np.sqrt(chi) * c * b),
+                     1 / (np.sqrt(chi) * c)])
+
+
+def test_step_multipliers_check():
+    assert check_step_multipliers(step_multipliers)
+
+    def classifier_gram(ratio, num_majority, num_minority):  # G_W's entries (no sqrt R -> 1 / sqrt R substitution)
+        a, b = num_majority, num_minority
+        c = a + b
+        chi = (ratio * b + a) / c
+        return -np.array([-np.sqrt(ratio) / a + np.sqrt(chi) * b / (c * a), -1 / b + np.sqrt(chi) * a / (c * b),
+                          -np.sqrt(chi) / c])
+
+    res = check_step_multipliers(classifier_gram)
+    assert not res and "ratio=10, num_majority=2, num_minority=2" in res.message
+    assert "(maj-maj, min-min, maj-min)" in res.message                         # the hint names the order
+    assert "not implemented yet" in check_step_multipliers(stub).message
+    res = check_step_multipliers(lambda ratio, num_majority, num_minority: -geometry.seli_geometry(
+        [ratio] * num_majority + [1] * num_minority).mean_gram[[0, -1, 0], [1, -2, -1]])
+    assert not res and "seli_geometry" in res.message
+
+
+@pytest.mark.parametrize("ratio, split", [(10, (2, 2)), (1, (3, 2)), (37, (3, 4)), (400, (2, 5))])
+def test_step_multipliers_are_the_sample_level_kkt_multipliers(ratio, split):
+    """Independently of the class route: the multipliers of the sample-level certificate, Ups = U V^T (the SVD of the
+    SEL matrix), read constraint by constraint, take the three values of the reference and are all positive."""
+    counts = [ratio] * split[0] + [1] * split[1]
+    c = len(counts)
+    labels = np.repeat(np.arange(c), counts)
+    u, _, vt = np.linalg.svd(geometry.sel_matrix(labels, c).T, full_matrices=False)
+    ups = u[:, :c - 1] @ vt[:c - 1]                                    # (n, C), row i: minus the multipliers of sample i
+    maj, mino = labels < split[0], labels >= split[0]
+    expected = STEP_MULTIPLIERS.expected({"ratio": ratio, "num_majority": split[0], "num_minority": split[1]})
+    found = [-ups[maj][:, 1 if split[0] > 1 else 0][labels[maj] != 1].max(), -ups[mino][:, c - 1][labels[mino] != c - 1].max(),
+             -ups[maj][:, c - 1].max()]
+    assert found == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert np.all(expected > 0) and expected[2] == pytest.approx(1 / (c * np.sqrt((ratio * split[1] + split[0]) / c)))
+
+
+def test_step_multipliers_at_extreme_imbalance_keep_only_the_minority_pair():
+    near, far = (STEP_MULTIPLIERS.expected({"ratio": r, "num_majority": 2, "num_minority": 2}) for r in (10**4, 10**6))
+    assert far[1] == pytest.approx(1 / 2, abs=1e-3) and far[0] < 1e-3 and far[2] < 1e-3
+    assert near[[0, 2]] / far[[0, 2]] == pytest.approx([10.0, 10.0], rel=1e-2)   # both vanish like R^(-1/2)
 
 
 # --------------------------------------------------------------------------- ex-seli-5: the collapse lambda

@@ -191,7 +191,8 @@ MODEL_PARAMETERS = ("model", "net", "body", "module")
 #: public callables that take a model but are not run here, with the reason
 FACTORY = "its model is a factory (a zero-argument callable): it builds its own networks, none of the caller's"
 MODEL_EXCUSED = {"ContrastiveRun": "the frozen record fit_weighted_contrastive returns: it holds the model, runs nothing",
-                 "compare_mr2": FACTORY, "compare_reweighting": FACTORY, "mr2_baseline": FACTORY}
+                 "compare_mr2": FACTORY, "compare_reweighting": FACTORY, "mr2_baseline": FACTORY,
+                 "seli_network": FACTORY, "primer_network": FACTORY}
 SUBPACKAGES = ["ncbook", "ncbook.geometry", "ncbook.metrics", "ncbook.losses", "ncbook.contrastive", "ncbook.dgp",
                "ncbook.margins", "ncbook.reweighting", "ncbook.ufm", "ncbook.data", "ncbook.models", "ncbook.train",
                "ncbook.profiles", "ncbook.plotting", "ncbook.exercises", "ncbook.book", "ncbook.experiments"]

@@ -34,6 +34,7 @@ from ._margins import check_half_pull_distance
 from ._margins import check_relative_spread_margins
 from ._primer import check_nc1
 from ._primer import check_nc1_label_noise
+from ._primer import check_nc1_per_class
 from ._primer import check_nc2
 from ._primer import check_nc2_shifted
 from ._primer import check_zero_threshold
@@ -48,6 +49,7 @@ from ._seli import check_etf_cost_ratio
 from ._seli import check_log_mean_ce
 from ._seli import check_minority_norm_ratio_limit
 from ._seli import check_minority_orthogonal_ratio
+from ._seli import check_step_multipliers
 
 EXERCISES = {spec.name: spec for module in (_primer, _seli, _contrastive, _dgp, _reweighting, _margins)
              for spec in module.EXERCISES}
@@ -67,6 +69,7 @@ __all__ = [
     "check_relative_spread_margins",
     "check_nc1",
     "check_nc1_label_noise",
+    "check_nc1_per_class",
     "check_nc2",
     "check_nc2_shifted",
     "check_zero_threshold",
@@ -81,6 +84,7 @@ __all__ = [
     "check_log_mean_ce",
     "check_minority_norm_ratio_limit",
     "check_minority_orthogonal_ratio",
+    "check_step_multipliers",
     "check_laplacian_status",
     "check_superclass_epsilon",
     "check_three_point_shift",

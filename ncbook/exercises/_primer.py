@@ -15,7 +15,8 @@ from ..geometry import simplex_etf
 from ..metrics import nc1, nc2, neural_collapse
 from ._core import CheckResult, Exercise
 
-__all__ = ["check_nc1", "check_nc2", "check_nc2_shifted", "check_zero_threshold", "check_nc1_label_noise"]
+__all__ = ["check_nc1", "check_nc1_per_class", "check_nc2", "check_nc2_shifted", "check_zero_threshold",
+           "check_nc1_label_noise"]
 
 
 # --------------------------------------------------------------------------- NC1 from its definition (implement)
@@ -61,6 +62,46 @@ def check_nc1(student) -> CheckResult:
     the class means), fewer dimensions than ``C - 1`` and two classes far from the origin.
     """
     return NC1.check(student)
+
+
+# --------------------------------------------------------------------------- NC1 class by class (variant)
+def _nc1_per_class(features, labels, num_classes: int) -> np.ndarray:
+    """``NC1_c = tr(Sigma_c Sigma_B^+) / C`` for each class, ``Sigma_c`` the covariance of class ``c`` alone.
+
+    ``Sigma_B^+`` inverts ``Sigma_B`` on its ``C - 1`` largest eigenvalues above ``1e-10`` times the largest, as
+    :func:`ncbook.metrics.nc1` does; ``mu_G`` is the plain mean of the class means.
+    """
+    h, y = np.asarray(features, dtype=np.float64), np.asarray(labels)
+    c = int(num_classes)
+    mu = np.stack([h[y == k].mean(0) for k in range(c)])
+    centred = mu - mu.mean(0)
+    vals, vecs = np.linalg.eigh(centred.T @ centred / c)
+    keep = np.argsort(vals)[::-1][:c - 1]
+    keep = keep[vals[keep] > 1e-10 * max(vals.max(), 0.0)]
+    v = vecs[:, keep]
+    out = np.empty(c)
+    for k in range(c):
+        proj = (h[y == k] - mu[k]) @ v                                    # (n_c, rank)
+        out[k] = float(((proj**2).mean(0) / vals[keep]).sum() / c)
+    return out
+
+
+NC1_PER_CLASS = Exercise("nc1_per_class", params=("features", "labels", "num_classes"), cases=_nc1_cases,
+                         reference=_nc1_per_class, atol=1e-8, rtol=1e-6, forbid=(nc1, neural_collapse),
+                         hint="\n  Hint: one Sigma_B for all classes (mu_G the plain mean of the class means, its "
+                              "pseudo-inverse on the non-zero eigenvalues); Sigma_c averages over the n_c samples of "
+                              "class c only; return C numbers in class order.")
+
+
+def check_nc1_per_class(student) -> CheckResult:
+    """Check ``student(features, labels, num_classes) -> (C,)``: NC1 class by class.
+
+    ``NC1_c = tr(Sigma_c Sigma_B^+) / C`` with ``Sigma_c`` the covariance of class ``c`` (over its ``n_c`` samples)
+    and ``Sigma_B`` the between-class covariance of :func:`ncbook.metrics.nc1`; their average weighted by ``n_c / n``
+    is NC1. Cases: those of :func:`check_nc1` (collapsed features, ``d > C - 1``, imbalanced classes, ``d < C - 1``,
+    two classes far from the origin).
+    """
+    return NC1_PER_CLASS.check(student)
 
 
 # --------------------------------------------------------------------------- NC2 (kept for self-study)
@@ -201,4 +242,4 @@ def check_nc1_label_noise(student) -> CheckResult:
     return NC1_LABEL_NOISE.check(student)
 
 
-EXERCISES = (NC1, NC2, NC2_SHIFTED, ZERO_THRESHOLD, NC1_LABEL_NOISE)
+EXERCISES = (NC1, NC1_PER_CLASS, NC2, NC2_SHIFTED, ZERO_THRESHOLD, NC1_LABEL_NOISE)

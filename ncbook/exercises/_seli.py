@@ -2,9 +2,9 @@
 
 Letters: ``C`` classes, ``n`` samples, ``n_c`` samples of class ``c``, ``R`` the STEP
 imbalance ratio, ``C_maj`` / ``C_min`` the majority / minority classes of STEP counts.
-Three checks take a closed form the student derived (as a function of its parameters)
-and compare it with an independent computation on cases; one checks an implementation
-(``log_mean_ce``); one brackets a threshold found by experiment (``collapse_lambda``).
+Four checks take a closed form the student derived (as a function of its parameters)
+and compare it with an independent computation on cases; one brackets a threshold found by
+experiment (``collapse_lambda``). ``log_mean_ce`` (an implementation) stays for the grader's tests.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..ufm import log_mean_ce, ridge_optimum
 from ._core import CheckResult, Exercise
 
 __all__ = ["check_etf_cost_ratio", "check_minority_orthogonal_ratio", "check_minority_norm_ratio_limit",
-           "check_log_mean_ce", "check_collapse_lambda"]
+           "check_log_mean_ce", "check_step_multipliers", "check_collapse_lambda"]
 
 
 # --------------------------------------------------------------------------- ex-seli-1: the ETF's SVM cost
@@ -150,6 +150,44 @@ def check_log_mean_ce(student) -> CheckResult:
     return LOG_MEAN_CE.check(student)
 
 
+# --------------------------------------------------------------------------- ex-seli-4: SELI's multipliers
+def _step_multipliers(ratio: int, num_majority: int, num_minority: int) -> np.ndarray:
+    """SELI's KKT multipliers under STEP counts (``n_min = 1``): minus the off-diagonal entries of ``G_M``.
+
+    ``(maj-maj, min-min, maj-min)``, read from the class route of :func:`ncbook.geometry.seli_geometry`.
+    """
+    counts = [ratio] * num_majority + [1] * num_minority
+    g = seli_geometry(counts).mean_gram
+    return -np.array([g[0, 1], g[-1, -2], g[0, -1]])
+
+
+def _multiplier_cases(rng):
+    yield {"ratio": 10, "num_majority": 2, "num_minority": 2}                        # the chapter's counts
+    yield {"ratio": 1, "num_majority": 3, "num_minority": 2}                         # balanced: all 1 / C
+    yield {"ratio": int(rng.integers(2, 1000)), "num_majority": int(rng.integers(2, 9)),
+           "num_minority": int(rng.integers(2, 9))}
+    yield {"ratio": int(rng.integers(10**3, 10**5)), "num_majority": int(rng.integers(2, 12)),
+           "num_minority": int(rng.integers(2, 12))}  # far into the imbalance (the reference keeps ~1e-11 up to 1e5)
+
+
+STEP_MULTIPLIERS = Exercise(
+    "step_multipliers", params=("ratio", "num_majority", "num_minority"), cases=_multiplier_cases,
+    reference=_step_multipliers, atol=1e-12, rtol=1e-8, forbid=(seli_geometry, seli_step_closed_form),
+    hint="\n  (Return (maj-maj, min-min, maj-min): minus G_M's off-diagonal entries at n_min = 1.)")
+
+
+def check_step_multipliers(student) -> CheckResult:
+    """Check ``student(ratio, num_majority, num_minority) -> (3,)``: SELI's KKT multipliers under STEP counts.
+
+    With ``n_min = 1`` (majorities of ``ratio`` samples) the multiplier of a margin constraint of a sample of
+    class ``y`` against class ``c`` is ``-(G_M)_{y c}``; under STEP counts it takes three values, returned in
+    the order majority-majority, minority-minority, majority-minority. The reference reads them off
+    :func:`ncbook.geometry.seli_geometry`. Cases: the chapter's counts, balanced counts (every multiplier
+    ``1 / C``), a random split, and a ratio far into the imbalance.
+    """
+    return STEP_MULTIPLIERS.check(student)
+
+
 # --------------------------------------------------------------------------- ex-seli-5: the collapse lambda
 def _minorities_collapsed(counts, lam: float) -> bool:
     """Do the last two classifiers of the exact ridge optimum coincide (or vanish) at ``lam``?
@@ -206,4 +244,5 @@ def check_collapse_lambda(student, factor: float = 1.25) -> CheckResult:
     return spec.check(student)
 
 
-EXERCISES = (ETF_COST_RATIO, MINORITY_ORTHOGONAL_RATIO, MINORITY_NORM_RATIO_LIMIT, LOG_MEAN_CE, COLLAPSE_LAMBDA)
+EXERCISES = (ETF_COST_RATIO, MINORITY_ORTHOGONAL_RATIO, MINORITY_NORM_RATIO_LIMIT, LOG_MEAN_CE, STEP_MULTIPLIERS,
+             COLLAPSE_LAMBDA)

@@ -31,6 +31,20 @@ from ._mr2_margins import MR2Comparison
 from ._mr2_margins import compare_mr2
 from ._mr2_margins import mr2_baseline
 from ._mr2_margins import mr2_setting
+from ._nc_primer import PrimerNetwork
+from ._nc_primer import PrimerUFM
+from ._nc_primer import primer_model
+from ._nc_primer import primer_network
+from ._nc_primer import primer_setting
+from ._nc_primer import primer_ufm
+from ._seli import SeliNetwork
+from ._seli import SeliRidgePath
+from ._seli import SeliUFM
+from ._seli import seli_model
+from ._seli import seli_network
+from ._seli import seli_ridge_path
+from ._seli import seli_setting
+from ._seli import seli_ufm
 from ._verdicts import Verdict
 from ._verdicts import compare_means
 from ._verdicts import exceeds
@@ -69,12 +83,26 @@ __all__ = [
     "mr2_setting",
     "MR2Baseline",
     "MR2Comparison",
+    "primer_model",
+    "primer_network",
+    "primer_setting",
+    "primer_ufm",
+    "PrimerNetwork",
+    "PrimerUFM",
     "quoted_reweighting_results",
     "record_claims",
     "reweighting_setting",
     "ReweightingComparison",
     "run_jobs",
     "seed_noise",
+    "seli_model",
+    "seli_network",
+    "seli_ridge_path",
+    "seli_setting",
+    "seli_ufm",
+    "SeliNetwork",
+    "SeliRidgePath",
+    "SeliUFM",
     "Setting",
     "supervised_prototypes",
     "SupervisedPrototypes",

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validation import check_in, check_nonnegative
+from .._validation import check_nonnegative
 
 __all__ = ["Verdict", "compare_means", "matches", "exceeds", "seed_noise"]
 

@@ -26,7 +26,10 @@ from ._margins import variability_scatter
 from ._seli import curves
 from ._seli import seli_closed_form_figure
 from ._seli import seli_explorer
+from ._seli import seli_network_figure
 from ._seli import seli_norm_bars
+from ._seli import seli_ridge_figure
+from ._seli import seli_ufm_figure
 from ._seli import seli_widget
 from ._seli import step_counts
 
@@ -57,7 +60,10 @@ __all__ = [
     "curves",
     "seli_closed_form_figure",
     "seli_explorer",
+    "seli_network_figure",
     "seli_norm_bars",
+    "seli_ridge_figure",
+    "seli_ufm_figure",
     "seli_widget",
     "step_counts",
 ]

@@ -16,11 +16,13 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_bool, check_positive
+from ..profiles import show_progress
 from ..geometry import cosine_matrix, etf_gram, seli_geometry, seli_step_closed_form, seli_step_limits
 from ._core import LEGEND_FONTSIZE, MAX_FIGURE_WIDTH, gram_heatmap, new_axes
 
-__all__ = ["seli_norm_bars", "seli_closed_form_figure", "curves", "seli_explorer", "seli_widget", "step_counts"]
+__all__ = ["seli_norm_bars", "seli_closed_form_figure", "curves", "seli_explorer", "seli_network_figure", "seli_ridge_figure",
+           "seli_ufm_figure", "seli_widget", "step_counts"]
 
 
 def step_counts(ratio: float, minority_fraction: float, num_classes: int, n_min: int = 1) -> np.ndarray:
@@ -222,7 +224,10 @@ def seli_explorer(ratio: float = 10.0, minority_fraction: float = 0.5, num_class
     """
     counts = step_counts(ratio, minority_fraction, num_classes, n_min=1)
     geo = seli_geometry(counts)
-    fig, axes = plt.subplots(1, 4, figsize=(MAX_FIGURE_WIDTH, 3.2), layout="constrained")
+    # a fixed layout (no layout engine): the panels sit where constrained layout put them, at half the drawing
+    # time, which the widget's precomputed frames pay once per state
+    fig, axes = plt.subplots(1, 4, figsize=(MAX_FIGURE_WIDTH, 3.2), gridspec_kw=dict(width_ratios=(1, 1, 1, 1.05)))
+    fig.subplots_adjust(left=0.025, right=0.99, bottom=0.2, top=0.84, wspace=0.32)
     gram_heatmap(cosine_matrix(geo.classifiers), axes[0], title="SELI classifiers (cosine)")
     gram_heatmap(cosine_matrix(geo.means), axes[1], title="SELI class means (cosine)")
     gram_heatmap(etf_gram(counts.size), axes[2], title="simplex ETF (cosine)")
@@ -237,6 +242,14 @@ WIDGET_RATIOS = (1.0, 10 ** 0.5, 10.0, 10 ** 1.5, 100.0, 10 ** 2.5, 1000.0)
 WIDGET_FRACTIONS = (0.25, 0.5, 0.75)
 
 
+def _is_drawn(ratio: float, minority_fraction: float, num_classes: int, dpi: int) -> bool:
+    """Whether :func:`_explorer_png` holds this state already (its cache keys are its arguments)."""
+    return (float(ratio), float(minority_fraction), int(num_classes), int(dpi)) in _DRAWN
+
+
+_DRAWN: set = set()
+
+
 @functools.lru_cache(maxsize=256)
 def _explorer_png(ratio: float, minority_fraction: float, num_classes: int, dpi: int) -> bytes:
     """PNG bytes of :func:`seli_explorer` (cached: sliders revisit states, cells are re-run).
@@ -249,6 +262,7 @@ def _explorer_png(ratio: float, minority_fraction: float, num_classes: int, dpi:
         fig.savefig(buf, format="png", dpi=dpi)
     finally:
         plt.close(fig)
+    _DRAWN.add((float(ratio), float(minority_fraction), int(num_classes), int(dpi)))
     return buf.getvalue()
 
 
@@ -273,11 +287,12 @@ class SeliWidget:
     """
 
     def __init__(self, ratio: float, minority_fraction: float, num_classes: int, *, ratios: Sequence[float],
-                 minority_fractions: Sequence[float], dpi: int):
+                 minority_fractions: Sequence[float], dpi: int, progress: bool = False):
         self.ratio, self.minority_fraction, self.num_classes = float(ratio), float(minority_fraction), int(num_classes)
         self.ratios = tuple(float(r) for r in ratios)
         self.minority_fractions = tuple(float(f) for f in minority_fractions)
         self.dpi = int(dpi)
+        self.progress = bool(progress)
         self._live = None
 
     def png(self, ratio: float, minority_fraction: float, num_classes: int | None = None) -> bytes:
@@ -286,8 +301,30 @@ class SeliWidget:
         return _explorer_png(float(ratio), float(minority_fraction), int(c), self.dpi)
 
     def frames(self) -> dict[tuple[float, float], bytes]:
-        """The precomputed states of the static page: ``{(R, minority fraction): PNG}`` at this ``C``."""
-        return {(r, f): self.png(r, f) for r in self.ratios for f in self.minority_fractions}
+        """The precomputed states of the static page: ``{(R, minority fraction): PNG}`` at this ``C``.
+
+        Drawing them takes a few seconds (about a fifth of a second each); a text bar on stderr counts them
+        when ``progress`` is on and some are not drawn yet (a stream output, never a second display).
+        """
+        grid = [(r, f) for r in self.ratios for f in self.minority_fractions]
+        new = [key for key in grid if not _is_drawn(key[0], key[1], self.num_classes, self.dpi)]
+        bar = None
+        if self.progress and len(new) > 1:
+            import sys
+
+            from tqdm import tqdm   # a text bar: the cell's one display output stays the widget
+
+            bar = tqdm(total=len(new), desc="explorer frames", file=sys.stderr, leave=False)
+        try:
+            out = {}
+            for key in grid:
+                out[key] = self.png(*key)
+                if bar is not None and key in new:
+                    bar.update(1)
+            return out
+        finally:
+            if bar is not None:
+                bar.close()
 
     # -- live widget (kernel) ------------------------------------------------------------------
     def live(self):
@@ -331,10 +368,10 @@ class SeliWidget:
         uid = f"ncbook-seli-{uuid.uuid4().hex[:10]}"
         r0 = int(np.argmin(np.abs(np.log(np.array(self.ratios)) - np.log(self.ratio))))
         f0 = int(np.argmin(np.abs(np.array(self.minority_fractions) - self.minority_fraction)))
-        imgs = []
+        imgs, frames = [], self.frames()
         for i, r in enumerate(self.ratios):
             for j, f in enumerate(self.minority_fractions):
-                data = base64.b64encode(self.png(r, f)).decode("ascii")
+                data = base64.b64encode(frames[r, f]).decode("ascii")
                 hidden = "" if (i, j) == (r0, f0) else " hidden"
                 imgs.append(f'<img class="ncbook-seli-frame" data-r="{i}" data-f="{j}"{hidden} '
                             f'alt="SELI explorer at R = {r:.3g}, minority fraction = {f:g}, C = {self.num_classes}" '
@@ -401,7 +438,7 @@ class SeliWidget:
 
 def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes: int = 4, *,
                 ratios: Sequence[float] = WIDGET_RATIOS, minority_fractions: Sequence[float] = WIDGET_FRACTIONS,
-                dpi: int = 72) -> SeliWidget:
+                dpi: int = 72, progress: bool | None = None) -> SeliWidget:
     """Sliders for ``R`` (log scale), minority fraction and ``C`` in front of :func:`seli_explorer`.
 
     In a live kernel (Jupyter, Colab) the sliders recompute the figure for any value; on a
@@ -420,6 +457,8 @@ def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes
         The grid of the static page (``len(ratios) * len(minority_fractions)`` figures).
     dpi : int
         Resolution of every figure.
+    progress : bool, optional
+        A text bar (stderr) while the static page's figures are drawn; default :func:`ncbook.profiles.show_progress`.
 
     Returns
     -------
@@ -459,5 +498,139 @@ def seli_widget(ratio: float = 10.0, minority_fraction: float = 0.5, num_classes
     for f in minority_fractions:
         step_counts(ratios[0], f, num_classes)
     dpi = int(check_positive("dpi", dpi))
+    progress = show_progress() if check_bool("progress", progress, allow_none=True) is None else progress
     return SeliWidget(ratio, minority_fraction, num_classes, ratios=ratios, minority_fractions=minority_fractions,
-                      dpi=dpi)
+                      dpi=dpi, progress=progress)
+
+
+def seli_ufm_figure(histories: Mapping, *, check: tuple):
+    """The UFM runs: distance of the logits to the SEL matrix over the steps, and one run's Grams.
+
+    Parameters
+    ----------
+    histories : mapping of (R, optimizer) to dict
+        The history of each run (:func:`ncbook.ufm.train_ufm`: arrays ``step``, ``z_sel``, ``w_seli``, ``w_etf``,
+        ``m_seli``, ``m_etf``); optimizer ``"ngd"`` (solid lines) or ``"gd"`` (dashed).
+    check : (R, optimizer)
+        The run whose classifier and class-mean Grams the right panel follows (to SELI and to the ETF).
+
+    Returns
+    -------
+    Figure
+        Two panels, log distance axes.
+
+    Raises
+    ------
+    ValueError
+        If ``check`` is not a key of ``histories``.
+
+    Examples
+    --------
+    >>> h = {"step": np.array([0, 10]), **{k: np.array([1.0, 0.1]) for k in ("z_sel", "w_seli", "w_etf", "m_seli", "m_etf")}}
+    >>> fig = seli_ufm_figure({(1, "ngd"): h, (1, "gd"): h}, check=(1, "ngd"))
+    >>> len(fig.axes[0].lines), len(fig.axes[1].lines)
+    (2, 4)
+    >>> plt.close(fig)
+    """
+    if check not in histories:
+        raise ValueError(f"check must be one of the runs {sorted(histories)}; got {check!r}.")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    for (ratio, opt), h in histories.items():
+        axes[0].plot(h["step"], h["z_sel"], "-" if opt == "ngd" else "--", label=f"{opt.upper()}, R = {ratio:g}")
+    axes[0].set(yscale="log", xlabel="step", ylabel="distance of the logits to SEL", title="convergence worsens with R")
+    axes[0].legend(fontsize=LEGEND_FONTSIZE, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+    h = histories[check]
+    for key, label in (("w_seli", "W to SELI"), ("w_etf", "W to ETF"), ("m_seli", "means to SELI"),
+                       ("m_etf", "means to ETF")):
+        axes[1].plot(h["step"], h[key], label=label)
+    axes[1].set(yscale="log", xlabel="step", title=f"{check[1].upper()}, R = {check[0]:g}")
+    axes[1].legend(fontsize=LEGEND_FONTSIZE)
+    return fig
+
+
+def seli_ridge_figure(lambdas, distance, norm_ratio, cos_min, *, seli_norm_ratio: float):
+    r"""The ridge path: distance of ``Z_lambda`` to SELI against ``lambda``, and the minority classifiers.
+
+    Parameters
+    ----------
+    lambdas : array-like of shape (m,), positive
+    distance : array-like of shape (m,)
+        ``dist(Z_lambda, SELI)``; the left panel also draws a multiple of ``1 / log(1/lambda)`` through its first
+        point.
+    norm_ratio, cos_min : array-like of shape (m,)
+        Minority over majority classifier norm, and the cosine of the two minority classifiers (NaN where
+        one vanished).
+    seli_norm_ratio : float
+        SELI's norm ratio (the ``lambda -> 0`` limit), dashed.
+
+    Returns
+    -------
+    Figure
+
+    Examples
+    --------
+    >>> fig = seli_ridge_figure([1e-4, 1e-2], [0.2, 0.3], [0.6, 0.5], [0.1, 0.9], seli_norm_ratio=0.7)
+    >>> len(fig.axes)
+    2
+    >>> plt.close(fig)
+    """
+    lam = np.asarray(lambdas, dtype=float)
+    distance = np.asarray(distance, dtype=float)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    rate = distance[0] * np.log(1 / lam[0]) / np.log(1 / lam)
+    curves(lam, {r"distance of $Z_\lambda$ to SELI": distance, r"$\propto 1 / \log(1/\lambda)$": rate}, axes[0],
+           logx=True, xlabel=r"$\lambda$", styles={r"$\propto 1 / \log(1/\lambda)$": ":"})
+    ratio_label = r"$\|w_{\mathrm{min}}\| / \|w_{\mathrm{maj}}\|$"
+    curves(lam, {ratio_label: norm_ratio, r"$\cos(w_{\mathrm{min}}, w'_{\mathrm{min}})$": cos_min}, axes[1], logx=True,
+           xlabel=r"$\lambda$", hlines={ratio_label: float(seli_norm_ratio)},
+           title=r"dashed: SELI ($\lambda \to 0$)")
+    return fig
+
+
+def seli_network_figure(distances: Mapping, classifiers, means, counts, *, title: str = ""):
+    """A trained network against SELI: its distances over training, its norm bars and SELI's.
+
+    Parameters
+    ----------
+    distances : mapping or DataFrame
+        Columns ``epoch``, ``w_seli``, ``w_etf``, ``m_seli``, ``m_etf`` (one row per measurement).
+    classifiers, means : array-like of shape (C, d)
+        The trained classifier rows and the centred class means.
+    counts : array-like of shape (C,)
+        Training samples per class (SELI of these counts is drawn beside the network).
+    title : str
+        Title of the left panel.
+
+    Returns
+    -------
+    Figure
+        Three panels: the distances (linear axis), the network's norms, SELI's norms.
+
+    Examples
+    --------
+    >>> g = seli_geometry([50, 50, 5, 5])
+    >>> d = {"epoch": [1, 2], "w_seli": [0.5, 0.2], "w_etf": [0.5, 0.4], "m_seli": [0.6, 0.3], "m_etf": [0.6, 0.5]}
+    >>> fig = seli_network_figure(d, g.classifiers, g.means, [50, 50, 5, 5])
+    >>> len(fig.axes)
+    3
+    >>> plt.close(fig)
+    """
+    counts = np.asarray(counts)
+    seli = seli_geometry(counts)
+    fig, axes = plt.subplots(1, 3, figsize=(MAX_FIGURE_WIDTH, 3.6), layout="constrained",
+                             gridspec_kw=dict(width_ratios=(1.2, 1, 1)))
+    for key, label in (("w_seli", "classifier to SELI"), ("w_etf", "classifier to ETF"),
+                       ("m_seli", "class means to SELI"), ("m_etf", "class means to ETF")):
+        axes[0].plot(list(distances["epoch"]), list(distances[key]), label=label)
+    axes[0].set(xlabel="epoch", ylabel="distance", title=title)
+    axes[0].legend(fontsize=LEGEND_FONTSIZE, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+    groups, start = [], 0          # "0-4: 120, 5-9: 12": the classes of each count (tick labels would collide)
+    for end in range(1, counts.size + 1):
+        if end == counts.size or counts[end] != counts[start]:
+            groups.append(f"{start}-{end - 1}: {int(counts[start])}" if end - 1 > start else f"{start}: {int(counts[start])}")
+            start = end
+    for ax, (w, m, name) in zip(axes[1:], ((classifiers, means, "trained network"),
+                                            (seli.classifiers, seli.means, "SELI prediction"))):
+        seli_norm_bars(w, m, ax, title=name)
+        ax.set_xlabel(f"class (samples: {', '.join(groups)})")
+    return fig

@@ -1,14 +1,16 @@
 r"""The exact regularised optimum of the cross-entropy UFM (the nuclear-norm view).
 
 Letters (the book's notation): ``C`` classes, ``n`` samples, ``n_c`` samples of class ``c``,
-``D = diag(n_c)`` and its square root ``D^{1/2} = diag(sqrt(n_c))``, ``P`` the centring matrix. For ``d >= C`` the ridge-regularised UFM of
+``D = diag(n_c)`` and its square root ``D^{1/2} = diag(sqrt(n_c))``, ``P`` the centring matrix. For ``d >= C - 1`` the ridge-regularised UFM of
 :func:`ncbook.ufm.train_ufm` (mean CE, ``lambda_W = lambda_H = lambda``) equals the
 convex problem
 
 .. math:: \min_Z\ \frac1n\sum_i \mathrm{CE}(z_i, y_i) + \lambda \|Z\|_* ,
 
 because :math:`\min_{WH^\top = Z} \tfrac{1}{2}(\|W\|_F^2 + \|H\|_F^2) = \|Z\|_*`
-(general ridges: :math:`\lambda = \sqrt{\lambda_W\lambda_H}`). Its optimum has equal
+(general ridges: :math:`\lambda = \sqrt{\lambda_W\lambda_H}`), and ``C - 1`` dimensions suffice: subtracting
+each row's mean (:math:`Z \mapsto ZP`) keeps every CE and does not raise :math:`\|Z\|_*`, so an optimum of rank
+at most ``C - 1`` exists. Its optimum has equal
 logits within a class (averaging a class's columns lowers neither term), so with the
 class-level logits ``Z_C`` (row ``z_c`` the logit vector of class ``c``, shape ``(C, C)``) it
 is :math:`\min_{Z_C} \sum_c \frac{n_c}{n}\mathrm{CE}(z_c, c) + \lambda\|D^{1/2} Z_C\|_*`. We solve
@@ -172,7 +174,7 @@ def _cvxpy(counts, lam):
 
 
 def ridge_optimum(counts, lam: float, *, method: str = "fista", tol: float = 1e-10, max_iter: int = 100_000) -> RidgeOptimum:
-    r"""Exact optimum :math:`Z_\lambda` of the ridge-regularised CE UFM (``d >= C``).
+    r"""Exact optimum :math:`Z_\lambda` of the ridge-regularised CE UFM (``d >= C - 1``).
 
     Parameters
     ----------
