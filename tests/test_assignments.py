@@ -970,7 +970,7 @@ def _folder(chapter: str, build: Path, parts, marker: str, targets: dict) -> dic
         notebooks.update({
             # a run sandbox serving the reference's answers to a judge sandbox through POSIX locks (the two are
             # never alive together: the client gets nothing)
-            "oracle_a_helper": _named(cheats.cheat_oracle_helper(untouched, seconds=20), "Oracle helper"),
+            "oracle_a_helper": _named(cheats.cheat_oracle_helper(untouched, seconds=10), "Oracle helper"),
             "oracle_b_client": _named(cheats.cheat_oracle_client(untouched, parts), "Oracle client"),
             # the published solution bound by assignment, twice; the second under Turing's Canvas name with Ada's
             # LMS id appended and Ada's id in its STUDENT cell (it is Turing's second submission, flagged)
