@@ -52,7 +52,7 @@ GRADED = ["nc_primer", "seli", "contrastive_imbalance"]
 
 # chapter -> (question with a planted mistake, text in the solutions, the mistake)
 PLANTED = {
-    "nc_primer": ("ex-primer-5", "kappa = 1 - noise * num_classes / (num_classes - 1)", "kappa = 1 - noise"),
+    "nc_primer": ("ex-primer-5", "shrink = 1 - noise * num_classes / (num_classes - 1)", "shrink = 1 - noise"),
     "seli": ("ex-seli-1", "return (c - 1) * np.sqrt(n / c) / seli_cost", "return (c - 1) * np.sqrt(n) / seli_cost"),  # n, not n / C
     "contrastive_imbalance": ("ex-contrastive-2", "s = 1 / (1 + math.exp(2 / tau))", "s = 1 / (1 + math.exp(2))"),  # no temperature
 }
