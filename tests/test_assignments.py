@@ -382,18 +382,23 @@ def test_hidden_token_search_finds_a_printed_hidden_value():
 def test_repository_holds_no_hidden_case_or_expected_value():
     assert not (ROOT / "assignments" / "hidden").exists()
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    secret = secrets.token_hex(32).encode()  # a secret made now, as CI does: nothing committed can know it
-    tokens = hidden_tokens(secret)
-    assert len(tokens) > 200
-    found = []
+    texts = {}
     for name in filter(None, files.split("\0")):
         path = ROOT / name
-        if not path.is_file() or path.stat().st_size > 5_000_000:
-            continue
-        text = path.read_text(errors="ignore")
-        found += [(name, t) for t in tokens if t in text]
-        assert secret.decode() not in text
-    assert not found, found[:5]
+        if path.is_file() and path.stat().st_size <= 5_000_000:
+            texts[name] = path.read_text(errors="ignore")
+    # two secrets made now, as CI does: nothing committed can know them. A hidden case or value that does not
+    # depend on the secret (the leak this looks for) shows under both; a drawn value whose first 7 digits
+    # happen to match a committed number (log 2 = 0.693147 in a docstring) shows under one only, by chance
+    found = None
+    for _ in range(2):
+        secret = secrets.token_hex(32).encode()
+        tokens = hidden_tokens(secret)
+        assert len(tokens) > 200
+        hits = {(name, t) for name, text in texts.items() for t in tokens if t in text}
+        assert not [name for name, text in texts.items() if secret.decode() in text]
+        found = hits if found is None else found & hits
+    assert not found, sorted(found)[:5]
 
 
 def test_a_public_check_holds_no_expected_value_where_the_student_can_read_it():
