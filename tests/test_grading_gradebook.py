@@ -240,3 +240,12 @@ def test_no_field_of_a_written_csv_starts_like_a_formula(tmp_path):
     assert fields and not [v for v in fields if v.startswith(FORMULA)], [v for v in fields if v.startswith(FORMULA)]
     assert "'=HYPERLINK(\"http://evil.example\",\"x\").ipynb" in fields and "'=cmd|' /C calc'!A0" in fields
     assert gradebook.csv_safe("'=x") == "'=x" and gradebook.csv_safe("3") == "3"
+
+
+@pytest.mark.parametrize("module", sorted(p.stem for p in (ROOT / "tools" / "grading").glob("*.py") if p.stem != "__init__"))
+def test_the_grading_modules_doctests_pass(module):
+    """The grader's docstring examples run (the CI doctest step covers ncbook and tests, not tools/)."""
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(f"grading.{module}"), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, (module, result)

@@ -45,7 +45,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_safe(value) -> str:
-    """A CSV field a spreadsheet shows as text: a value starting with one of :data:`FORMULA_STARTS` gets a
+    r"""A CSV field a spreadsheet shows as text: a value starting with one of :data:`FORMULA_STARTS` gets a
     leading apostrophe (the usual neutralisation); anything else is unchanged. Idempotent.
 
     Parameters

@@ -246,7 +246,7 @@ def _kind(path: Path) -> str:
 def clean(text: str, limit: int = 120) -> str:
     """One line of at most ``limit`` printable characters, safe in a spreadsheet (no leading = + - @).
 
-    >>> clean("=HYPERLINK(1)\nmore")
+    >>> clean("=HYPERLINK(1)\\nmore")
     "'=HYPERLINK(1) more"
     """
     text = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text)).strip()[:limit]
