@@ -279,7 +279,8 @@ def test_assignment_solutions_pass_the_hidden_cases_of_any_secret_and_student_an
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_two_thousand_students_draw_hidden_cases_of_their_own(name):
     """Per student, an exercise's hidden cases are drawn from HMAC(secret, exercise + student key); one of its cases
-    at least comes from a domain too large to tabulate: among 2000 students it never repeats, and no two students
+    at least comes from a domain too large to tabulate: among 2000 students it repeats at most 10 times (by the
+    birthday bound, 2000 draws from D values repeat about 2000**2 / (2 D) times, so D > 2e5), and no two students
     share all their cases (a lookup table or a neighbour's answers do not carry over)."""
     import hashlib as _h
 
@@ -293,7 +294,7 @@ def test_two_thousand_students_draw_hidden_cases_of_their_own(name):
             seen.add(d)
         tuples.add(tuple(digests))
     assert len(tuples) >= 1998, f"{name}: {2000 - len(tuples)} pairs of students share all their hidden cases"
-    assert max(len(s) for s in positions) == 2000, f"{name}: no hidden case from a large enough domain " \
+    assert max(len(s) for s in positions) >= 1990, f"{name}: no hidden case from a large enough domain " \
                                                   f"({[len(s) for s in positions]} distinct per case)"
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import ncbook
 import ncbook.data
 import ncbook.plotting
 from ncbook import experiments, profiles
-from ncbook.experiments import _contrastive_imbalance as ci
+from torchrun_launch import load, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(N_MAJ=30, NET_STEPS=12, NET_BATCH=32, K_GAP=8, N_GAP=30)
@@ -288,21 +286,10 @@ if train.is_main_process():
 
 
 def _launch(tmp_path, nproc: int, name: str, data_dir: Path):
-    import pickle
-
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
-               NCBOOK_PROFILE="full", NCBOOK_SCALE="smoke", NCBOOK_DATA=str(data_dir), NCBOOK_WORKERS="1",
-               NCBOOK_PROGRESS="0", NCBOOK_CHECKPOINTS=str(tmp_path / f"ckpt-{name}"))
     out, results = tmp_path / f"{name}.pkl", tmp_path / f"results-{name}"
-    cmd = [sys.executable, str(script), str(out), str(results), "-"]
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] + cmd[1:]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with open(out, "rb") as f:
-        return pickle.load(f), results
+    run_worker(tmp_path, WORKER, [out, results, "-"], nproc=nproc, profile="full", data_dir=data_dir,
+               checkpoints=tmp_path / f"ckpt-{name}")
+    return load(out), results
 
 
 @pytest.mark.torchrun

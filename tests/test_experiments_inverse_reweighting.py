@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jupytext
@@ -21,6 +19,7 @@ import torch
 
 from ncbook import data, experiments, losses, models, profiles, reweighting
 from ncbook.experiments._inverse_reweighting import METRICS, PAPER_BASELINES, PAPER_METHOD
+from torchrun_launch import load, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"N_MAX": 40, "IMBALANCE": 5, "STEPS": 12, "REPEAT": 1, "WIDTH": 8, "EVAL_EVERY": 2, "MANY": 20, "FEW": 10,
@@ -314,7 +313,7 @@ def test_the_chapters_parameters_cell_reads_the_plan(monkeypatch):
 
 # --------------------------------------------------------------------------- torchrun
 WORKER = '''
-import sys, torch
+import pickle, sys, torch
 from torch import nn
 sys.path.insert(0, sys.argv[2])
 from test_experiments_inverse_reweighting import methods
@@ -332,22 +331,15 @@ res = experiments.compare_reweighting(methods, model=small, sizes={"BATCH": 32, 
                                       progress=False, results=sys.argv[3])
 if train.is_main_process():
     world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
-    torch.save({"table": res.table, "world": world, "setting": res.setting.text}, sys.argv[1])
+    with open(sys.argv[1], "wb") as f:
+        pickle.dump({"table": res.table, "world": world, "setting": res.setting.text}, f)
 '''
 
 
 def _launch(tmp_path, nproc: int, out: Path, data_dir: Path) -> dict:
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               OMP_NUM_THREADS="1", NCBOOK_PROFILE="gpu", NCBOOK_SCALE="smoke", NCBOOK_DATA=str(data_dir),
-               NCBOOK_CHECKPOINTS=str(tmp_path / f"checkpoints{nproc}"), NCBOOK_PROGRESS="0", NCBOOK_WORKERS="1")
-    cmd = [sys.executable, str(script), str(out), str(ROOT / "tests"), str(tmp_path / f"results{nproc}")]
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] + cmd[1:]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return torch.load(out, weights_only=False)
+    run_worker(tmp_path, WORKER, [out, ROOT / "tests", tmp_path / f"results{nproc}"], nproc=nproc, profile="gpu",
+               data_dir=data_dir, checkpoints=tmp_path / f"checkpoints{nproc}", timeout=600)
+    return load(out)
 
 
 @pytest.mark.torchrun

@@ -10,8 +10,6 @@ BatchNorm: on CPUs BatchNorm statistics stay per rank, see ``ncbook.train.fit``)
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +19,7 @@ import torch
 
 from ncbook import experiments, profiles
 from ncbook.experiments import _mr2_margins as mr2
+from torchrun_launch import load, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["part", "method", "seed", "head", "c_bar", "ema", "easy", "medium", "hard", "all"]
@@ -268,7 +267,7 @@ def test_group_accuracy_bars_zoom_keeps_every_error_bar():
 
 # --------------------------------------------------------------------------- torchrun
 WORKER = '''
-import sys, torch
+import pickle, sys, torch
 from torch import nn
 from ncbook import experiments, models, train
 out, results = sys.argv[1], sys.argv[2]
@@ -285,28 +284,21 @@ setting = experiments.mr2_setting(amp=False)   # float32: bf16 products of half 
 base = experiments.mr2_baseline(setting, model=net, progress=False, results=results)
 comp = experiments.compare_mr2(base, progress=False, results=results)
 if train.is_main_process():
-    torch.save({"table": comp.table, "margins": comp.final_margins, "statistics": base.statistics,
-                "claims": [c.verdict for c in base.claims() + comp.claims()]}, out)
+    with open(out, "wb") as f:
+        pickle.dump({"table": comp.table, "margins": comp.final_margins, "statistics": base.statistics,
+                     "claims": [c.verdict for c in base.claims() + comp.claims()]}, f)
 '''
 
 
 def _launch(tmp_path, nproc: int) -> dict:
     from ncbook import data
 
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
     if not (tmp_path / "data").exists():
         data.write_cifar_standin(tmp_path / "data")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
-               NCBOOK_PROFILE="gpu", NCBOOK_SCALE="smoke", NCBOOK_DATA=str(tmp_path / "data"), NCBOOK_WORKERS="1",
-               NCBOOK_CHECKPOINTS=str(tmp_path / f"checkpoints-{nproc}"), NCBOOK_PROGRESS="0")
-    out = tmp_path / f"out-{nproc}.pt"
-    cmd = [sys.executable, str(script), str(out), str(tmp_path / f"results-{nproc}")]
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] + cmd[1:]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return torch.load(out, weights_only=False)
+    out = tmp_path / f"out-{nproc}.pkl"
+    run_worker(tmp_path, WORKER, [out, tmp_path / f"results-{nproc}"], nproc=nproc, profile="gpu",
+               data_dir=tmp_path / "data", checkpoints=tmp_path / f"checkpoints-{nproc}", timeout=600)
+    return load(out)
 
 
 @pytest.mark.torchrun

@@ -7,9 +7,6 @@ The network runs here are tiny (seconds); ``-m torchrun`` launches the smoke sca
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import torch
 import ncbook.data
 from ncbook import experiments, profiles
 from ncbook.experiments import _nc_primer as primer
+from torchrun_launch import load, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(epochs=4, width=16, nc_every=2, step_maj=40, step_min=8)
@@ -248,7 +246,7 @@ def test_the_model_is_the_profiles():
 
 # --------------------------------------------------------------------------- torchrun, smoke scale
 WORKER = '''
-import sys, torch
+import pickle, sys, torch
 from torch import nn
 from ncbook import experiments, models, train
 train.init_distributed()
@@ -265,24 +263,17 @@ step = experiments.primer_network(setting, imbalance="step", reference=balanced,
                                   results=sys.argv[2])
 if train.is_main_process():
     world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
-    torch.save({"balanced": balanced.table, "step": step.table, "world": world,
-                "claims": [c.verdict for c in balanced.claims() + step.claims()]}, sys.argv[1])
+    with open(sys.argv[1], "wb") as f:
+        pickle.dump({"balanced": balanced.table, "step": step.table, "world": world,
+                     "claims": [c.verdict for c in balanced.claims() + step.claims()]}, f)
 '''
 
 
 def _launch(tmp_path, nproc: int, data_dir: Path):
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               OMP_NUM_THREADS="1", NCBOOK_PROFILE="full", NCBOOK_SCALE="smoke", NCBOOK_DATA=str(data_dir),
-               NCBOOK_WORKERS="1", NCBOOK_PROGRESS="0", NCBOOK_CHECKPOINTS=str(tmp_path / f"ckpt-{nproc}"))
-    out, results = tmp_path / f"out-{nproc}.pt", tmp_path / f"results-{nproc}"
-    cmd = [sys.executable, str(script), str(out), str(results)]
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] + cmd[1:]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return torch.load(out, weights_only=False), results
+    out, results = tmp_path / f"out-{nproc}.pkl", tmp_path / f"results-{nproc}"
+    run_worker(tmp_path, WORKER, [out, results], nproc=nproc, profile="full", data_dir=data_dir,
+               checkpoints=tmp_path / f"ckpt-{nproc}")
+    return load(out), results
 
 
 @pytest.mark.torchrun

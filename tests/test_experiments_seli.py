@@ -9,21 +9,16 @@ statistics would stay per rank, see ``ncbook.train.fit``).
 from __future__ import annotations
 
 import json
-import os
-import pickle
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 import ncbook.data
 from ncbook import experiments, geometry, profiles
-from ncbook.experiments import _seli as seli
+from torchrun_launch import load, run_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 UFM_COLUMNS = ["ratio", "optimizer", "steps", "z_sel", "z_sel_init", "w_seli", "w_etf", "m_seli", "m_etf", "cos_min",
@@ -263,19 +258,10 @@ if train.is_main_process():
 
 
 def _launch(tmp_path, nproc: int, data_dir: Path) -> tuple[dict, Path]:
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
-               NCBOOK_PROFILE="gpu", NCBOOK_SCALE="smoke", NCBOOK_DATA=str(data_dir), NCBOOK_WORKERS="1",
-               NCBOOK_PROGRESS="0", NCBOOK_CHECKPOINTS=str(tmp_path / f"checkpoints-{nproc}"))
     out, results = tmp_path / f"out-{nproc}.pkl", tmp_path / f"results-{nproc}"
-    cmd = [sys.executable, str(script), str(out), str(results)]
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] + cmd[1:]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with open(out, "rb") as f:
-        return pickle.load(f), results
+    run_worker(tmp_path, WORKER, [out, results], nproc=nproc, profile="gpu", data_dir=data_dir,
+               checkpoints=tmp_path / f"checkpoints-{nproc}")
+    return load(out), results
 
 
 @pytest.mark.torchrun

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,8 +18,7 @@ import pytest
 
 from ncbook import data, experiments, profiles
 from ncbook.book import claim_verdict
-
-ROOT = Path(__file__).resolve().parents[1]
+from torchrun_launch import run_worker
 TINY = dict(DATASET="digits", SUBSET=None, NET_COUNTS=[12] * 5 + [3] * 5, NET_STEPS=6, NET_BATCH=16, REG_STEPS=6,
             REG_BATCH=32)
 
@@ -237,17 +232,9 @@ if train.is_main_process():
 
 
 def _launch(tmp_path, nproc: int, name: str):
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
-               NCBOOK_PROFILE="gpu", NCBOOK_SCALE="smoke", NCBOOK_DATA=str(tmp_path / "data"), NCBOOK_PROGRESS="0",
-               NCBOOK_CHECKPOINTS=str(tmp_path / f"ckpt-{name}"), NCBOOK_WORKERS="2")
     out = tmp_path / f"{name}.pkl"
-    cmd = [sys.executable, str(script), str(out), str(tmp_path / f"results-{name}")]
-    if nproc > 1:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"] + cmd[1:]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_worker(tmp_path, WORKER, [out, tmp_path / f"results-{name}"], nproc=nproc, profile="gpu",
+                      data_dir=tmp_path / "data", checkpoints=tmp_path / f"ckpt-{name}", workers="2")
     return pd.read_pickle(out), done.stdout
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import math
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +43,7 @@ from .. import profiles
 from .._validation import check_device, check_in, check_instance, check_int, check_path, check_positive
 from ..contrastive import PAPER_THRESHOLDS, cl_risk, collapse_threshold, optimal_gram
 from ..geometry import etf_gram
-from ._core import Claim, ExperimentResult, Setting, Stopwatch, _in_torchrun, run_jobs
+from ._core import Claim, ExperimentResult, Setting, Stopwatch, _in_torchrun, run_jobs, torch_threads
 
 __all__ = ["CollapsePoints", "BatchNegatives", "ContrastiveNetworks", "collapse_points", "batch_negatives",
            "contrastive_setting", "contrastive_networks", "contrastive_model"]
@@ -553,16 +552,6 @@ def _main_process() -> bool:
     return not _in_torchrun() or torch.distributed.get_rank() == 0
 
 
-@contextmanager
-def _threads(n: int):
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _network_run(make_model, x, y, *, k: int, setting: str, temperature: float, steps: int, batch_size: int,
                  augment, seed: int, device: str, checkpoint: str | None = None, key: dict | None = None) -> dict:
     """One run: the class-mean cosines at initialisation and after :func:`ncbook.train.fit_contrastive`.
@@ -577,7 +566,7 @@ def _network_run(make_model, x, y, *, k: int, setting: str, temperature: float, 
         if saved.get("key") == key:
             return {name: (v.numpy() if isinstance(v, torch.Tensor) else v) for name, v in saved.items()
                     if name != "key"}
-    with _threads(1 if torch.device(device).type == "cpu" else torch.get_num_threads()):
+    with torch_threads(1 if torch.device(device).type == "cpu" else torch.get_numtorch_threads()):
         torch.manual_seed(seed)
         init_gram, init_spread = class_mean_cosines(make_model().to(device), x, y)
         torch.manual_seed(seed)
@@ -813,7 +802,7 @@ def _announce(configs, order, device, results, checkpoints, workers):
         c = configs[i]
         if c["k"] in probes:
             continue
-        with _threads(1 if device.type == "cpu" else torch.get_num_threads()):  # as the runs will train
+        with torch_threads(1 if device.type == "cpu" else torch.get_numtorch_threads()):  # as the runs will train
             probes[c["k"]] = measure_contrastive(
                 fit_contrastive, c["make_model"], c["x"], c["y"], batch_size=c["batch_size"], k=c["k"],
                 setting=c["setting"], temperature=c["temperature"], augment=c["augment"], seed=c["seed"], device=device,

@@ -16,10 +16,9 @@ says "beats" exactly when the record says "reproduced".
 
 from __future__ import annotations
 
-import math
-import os
 import time
-from dataclasses import dataclass, field, replace
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from .. import profiles
@@ -27,7 +26,7 @@ from .._validation import check_in, check_text
 from ..book import record_claim
 from ..book import claim_verdict
 
-__all__ = ["Claim", "ExperimentResult", "Setting", "markdown_table", "record_claims", "run_jobs"]
+__all__ = ["Claim", "ExperimentResult", "Setting", "markdown_table", "record_claims", "run_jobs", "torch_threads"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +85,43 @@ class Setting:
         if scale == "smoke" and profile != "quick" and smoke is not None:
             sizes = dict(smoke(sizes))
         return cls(profile, scale, sizes, text(sizes))
+
+    def changed(self, changes: dict, *, what: str, check: Callable[[dict], dict], text: Callable[[dict], str],
+                also: Iterable[str] = ()) -> "Setting":
+        """This setting with some sizes changed by keyword (``steps=400`` sets ``STEPS``), checked and described.
+
+        Parameters
+        ----------
+        changes : dict
+            Lower-case size names and their new values.
+        what : str
+            The experiments' name for the message ("the SELI experiments").
+        check : callable
+            ``check(sizes) -> sizes``: validates every size (raises ``ValueError``/``TypeError``).
+        text : callable
+            ``text(sizes) -> str``: the new one-line description.
+        also : iterable of str
+            Upper-case names a change may add although the profile's sizes lack them.
+
+        Raises
+        ------
+        ValueError
+            For a name that is not a size of the experiments (the message lists the sizes).
+
+        Examples
+        --------
+        >>> s = Setting("quick", "paper", {"STEPS": 100}, "100 steps")
+        >>> s.changed({"steps": 5}, what="the demo", check=dict, text=lambda z: f"{z['STEPS']} steps").text
+        '5 steps'
+        """
+        sizes, allowed = dict(self.sizes), set(also)
+        for name, value in changes.items():
+            key = name.upper()
+            if key not in sizes and key not in allowed:
+                raise ValueError(f"{name!r} is not a size of {what}; the sizes are {sorted(k.lower() for k in sizes)}.")
+            sizes[key] = value
+        sizes = check(sizes)
+        return Setting(self.profile, self.scale, sizes, text(sizes))
 
 
 @dataclass(frozen=True)
@@ -198,6 +234,19 @@ def markdown_table(frame, *, digits: int = 4) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
+
+
+@contextmanager
+def torch_threads(n: int):
+    """Within the block torch uses ``n`` threads (``torch.set_num_threads``); the previous number afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _in_torchrun() -> bool:

@@ -144,15 +144,7 @@ def mr2_setting(*, profile: str | None = None, scale: str | None = None, **chang
     (100, 3, 'digits with pixel noise 1, balanced, MLP 64-256-256-32, 100 steps of 64, 3 seeds')
     """
     setting = Setting.active(profiles.PLANS[CHAPTER].params, _describe, profile=profile, scale=scale, smoke=_smoke)
-    sizes = dict(setting.sizes)
-    for name, value in changes.items():
-        key = name.upper()
-        if key not in sizes:
-            raise ValueError(f"{name!r} is not a size of the MR2 experiments; the sizes are "
-                             f"{sorted(k.lower() for k in sizes)}.")
-        sizes[key] = value
-    sizes = _check_sizes(sizes)
-    return Setting(setting.profile, setting.scale, sizes, _describe(sizes))
+    return setting.changed(changes, what="the MR2 experiments", check=_check_sizes, text=_describe)
 
 
 # ----------------------------------------------------------------------------- data, models, losses

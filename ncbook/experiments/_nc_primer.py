@@ -38,7 +38,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -49,7 +48,7 @@ import torch.nn.functional as F
 from .. import data, geometry, metrics, models, profiles, train
 from .._validation import (check_bool, check_callable, check_counts, check_in, check_instance, check_int,
                            check_nonnegative, check_path, check_positive)
-from ._core import Claim, ExperimentResult, Setting, Stopwatch, run_jobs
+from ._core import Claim, ExperimentResult, Setting, Stopwatch, run_jobs, torch_threads
 from ._verdicts import exceeds
 
 __all__ = ["PrimerNetwork", "PrimerUFM", "primer_model", "primer_network", "primer_setting", "primer_ufm"]
@@ -144,15 +143,8 @@ def primer_setting(*, profile: str | None = None, scale: str | None = None, **ch
     (50, 120, 'digits, MLP 64-256-256-32, 50 epochs of batches of 128 (balanced), SGD lr 0.05, weight decay 0.005')
     """
     setting = Setting.active(profiles.PLANS[CHAPTER].params, _describe, profile=profile, scale=scale, smoke=_smoke)
-    sizes = dict(setting.sizes)
-    for name, value in changes.items():
-        key = name.upper()
-        if key not in sizes and not (key == "WIDTH" and sizes["DATASET"] == "digits"):
-            raise ValueError(f"{name!r} is not a size of the primer's experiments; the sizes are "
-                             f"{sorted(k.lower() for k in sizes)}.")
-        sizes[key] = value
-    sizes = _check_sizes(sizes)
-    return Setting(setting.profile, setting.scale, sizes, _describe(sizes))
+    also = ("WIDTH",) if setting.sizes["DATASET"] == "digits" else ()
+    return setting.changed(changes, what="the primer's experiments", check=_check_sizes, text=_describe, also=also)
 
 
 def _setting(setting) -> Setting:
@@ -363,16 +355,6 @@ def _step_counts(s: dict) -> np.ndarray:
     return data.long_tailed_counts(s["STEP_MAJ"], 10, s["STEP_MAJ"] / s["STEP_MIN"], "step", minority_fraction=0.5)
 
 
-@contextmanager
-def _threads(n: int):
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _geometry(model, x, y, *, initial: bool = False) -> dict:
     """The NC metrics, accuracy, classifier and centred class means of ``model`` on ``(x, y)`` (float64 copies)."""
     ev = train.evaluate(model, x, y)
@@ -390,7 +372,7 @@ def _job(*, model, train_set, test, seed: int, fit_options: dict, device: str, c
 
     On a CPU it runs on one thread (a worker process does anyway), so that its numbers do not depend on where it ran.
     """
-    with _threads(1 if torch.device(device).type == "cpu" else torch.get_num_threads()):
+    with torch_threads(1 if torch.device(device).type == "cpu" else torch.get_numtorch_threads()):
         torch.manual_seed(seed)
         net = model()
         history = train.fit(net, F.cross_entropy, train_set, seed=seed, test=test, device=device,
@@ -403,7 +385,7 @@ def _probe(make, d: _Data, s: dict, device) -> train.Throughput:
     """A few timed steps of the model (16 of them for the digits MLP, a few milliseconds each, so that one pause of a
     shared CPU does not dominate; 4 for a ResNet), on one thread on a CPU, as the run trains."""
     steps = (4, 20) if s["DATASET"] == "digits" else (2, 6)
-    with _threads(1 if device.type == "cpu" else torch.get_num_threads()):
+    with torch_threads(1 if device.type == "cpu" else torch.get_numtorch_threads()):
         return train.measure_fit(make, F.cross_entropy, d.train, batch_size=s["BATCH"], lr=s["LR"], weight_decay=s["WD"],
                                  augment=d.augment, amp=s["AMP"], device=device, steps=steps)
 
@@ -660,7 +642,7 @@ def primer_network(setting: Setting | None = None, *, imbalance: str | None = No
     run = plan[imbalance]
     name = _RUN_NAMES[imbalance]
 
-    with _threads(1 if device.type == "cpu" else torch.get_num_threads()):
+    with torch_threads(1 if device.type == "cpu" else torch.get_numtorch_threads()):
         torch.manual_seed(seed)
         initial = _geometry(make().to(device), *run["train"], initial=True) if imbalance is None else None
     # every rank measures (under torchrun the probe's fit is a distributed run too); rank 0 prints and records

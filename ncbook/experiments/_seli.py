@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from contextlib import contextmanager
 from typing import Callable
 
 import numpy as np
@@ -45,7 +44,7 @@ from .. import data, geometry, metrics, models, profiles, train, ufm
 from .._status import InaccurateSolutionWarning
 from .._validation import check_bool, check_callable, check_in, check_instance, check_int, check_nonnegative, \
     check_path, check_positive
-from ._core import Claim, ExperimentResult, Setting, Stopwatch, _in_torchrun, run_jobs
+from ._core import Claim, ExperimentResult, Setting, Stopwatch, run_jobs, torch_threads
 from ._verdicts import Verdict, exceeds, matches
 
 __all__ = ["SeliNetwork", "SeliRidgePath", "SeliUFM", "seli_model", "seli_network", "seli_ridge_path", "seli_setting",
@@ -154,15 +153,7 @@ def seli_setting(*, profile: str | None = None, scale: str | None = None, **chan
     (5, (1, 10, 100), 'digits')
     """
     setting = Setting.active(profiles.PLANS[CHAPTER].params, _describe, profile=profile, scale=scale, smoke=_smoke)
-    sizes = dict(setting.sizes)
-    for name, value in changes.items():
-        key = name.upper()
-        if key not in sizes:
-            raise ValueError(f"{name!r} is not a size of the SELI experiments; the sizes are "
-                             f"{sorted(k.lower() for k in sizes)}.")
-        sizes[key] = value
-    sizes = _check_sizes(sizes)
-    return Setting(setting.profile, setting.scale, sizes, _describe(sizes))
+    return setting.changed(changes, what="the SELI experiments", check=_check_sizes, text=_describe)
 
 
 def _check_setting(setting) -> Setting:
@@ -172,16 +163,6 @@ def _check_setting(setting) -> Setting:
         raise TypeError(f"setting must be a Setting of the SELI chapter, as seli_setting() returns; got "
                         f"{type(setting).__name__}.")
     return Setting(setting.profile, setting.scale, _check_sizes(setting.sizes), setting.text)
-
-
-@contextmanager
-def _threads(n: int):
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _step_counts(ratio: int, n_min: int) -> list[int]:
@@ -210,7 +191,7 @@ def _with_claims_by_key(cls):
 # ----------------------------------------------------------------------------- the UFM runs
 def _ufm_run(*, counts, dim: int, optimizer: str, lr: float, steps: int, record_every: int, seed: int):
     """One UFM run (in a worker, or here): GD's "inaccurate" status is the finding, so its warning is silenced."""
-    with _threads(1), warnings.catch_warnings():
+    with torch_threads(1), warnings.catch_warnings():
         if optimizer == "gd":
             warnings.simplefilter("ignore", InaccurateSolutionWarning)
         return ufm.train_ufm(counts, dim, optimizer=optimizer, lr=lr, steps=steps, record_every=record_every,
@@ -582,7 +563,7 @@ class SeliNetwork(ExperimentResult):
                 "past": exceeds(row.w_etf, self.extras["separation"]["w"])}
 
     def _claims(self) -> dict[str, Claim]:
-        row, s = self.table.iloc[0], self.setting.sizes
+        row = self.table.iloc[0]
         net = f"{row.dataset}, {_MODELS[row.dataset]}, STEP counts {int(self.counts[0])}/{int(self.counts[-1])}, " \
               f"{int(row.epochs)} epochs, seed {int(row.seed)}"
         return {
@@ -676,7 +657,7 @@ def seli_network(setting: Setting | None = None, *, seed: int = 0, model: Callab
         checkpoints = profiles.checkpoint_dir(CHAPTER)
     (x, y), test, counts, augment = _load(s, seed)
     device = profiles.default_device()
-    with _threads(1 if device.type == "cpu" else torch.get_num_threads()):
+    with torch_threads(1 if device.type == "cpu" else torch.get_numtorch_threads()):
         tp = _probe(make, x, y, s, augment)
         cost = train.ChapterCost(CHAPTER, results=results if main else None, checkpoints=checkpoints)
         n, evals = len(y), -(-s["EPOCHS"] // s["EVAL_EVERY"])

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validation import check_in, check_nonnegative
+from .._validation import check_nonnegative
 
 __all__ = ["Verdict", "compare_means", "matches", "exceeds", "range_noise", "seed_noise"]
 

@@ -380,7 +380,7 @@ LBFGS_STEPS = {"Euclid-Euclid": {"lbfgs_steps": 200}, "X-CLR": {"lbfgs_steps": 2
 def _label_problems(sizes, seed):
     """Labels, label embeddings and the three objectives: name -> (Omega, latent, reference, solver)."""
     rng = np.random.default_rng(seed)
-    n, sigma, tau = sizes["n"], sizes["sigma"], sizes["temperature"]
+    n, sigma = sizes["n"], sizes["sigma"]
     y = rng.uniform(-1, 1, (n, 2))
     e = rng.standard_normal((n, sizes["label_dim"]))
     e /= np.linalg.norm(e, axis=1, keepdims=True)
@@ -544,7 +544,7 @@ class WeightedNetworks(ExperimentResult):
                 "ya_worse": exceeds(t.loc["Euclid-Euclid"].r2_proc - t.loc["y-Aware"].r2_proc, 0.0)}
 
     def claims(self) -> list[Claim]:
-        v, x = self.verdicts(), self.extras
+        v = self.verdicts()
         net = self.setting.text
         sup = f"{net}; classes: counts {list(self.setting.sizes['NET_COUNTS'])}, tau = {NET_TEMPERATURE}"
         reg = (f"{net}; target: the first two principal components of the image, sigma = {REG_SIGMA}, "
