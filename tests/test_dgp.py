@@ -130,6 +130,32 @@ def test_yaware_inconsistent_for_uniform_and_1d_labels():
     assert spherical_dgp(gaussian_kernel_weights(two, 1.0), 0.1, dim=2).status == "feasible"
 
 
+def test_cosine_spread_not_largest_distance_decides():
+    """K(delta) is never PSD when the target cosines spread over more than 2; a large distance alone is fine.
+
+    Three labels on an equilateral triangle with tau L^2 / (2 sigma^2) = 3 have equal target cosines
+    -3 + delta: at delta = 2.5 every off-diagonal entry is -1/2 (a regular simplex), so the bound is
+    reached in d = 2 and 3 although tau max ||y_i - y_j||^2 / (2 sigma^2) = 3 > 2.
+    """
+    tau, sigma = 0.5, 1.0
+    side = math.sqrt(3 * 2 * sigma**2 / tau)                    # tau side^2 / (2 sigma^2) = 3
+    y = side / math.sqrt(3) * np.array([[math.cos(a), math.sin(a)] for a in (0, 2 * math.pi / 3, 4 * math.pi / 3)])
+    w = gaussian_kernel_weights(y, sigma).numpy()
+    target = tau * np.log(w) + 2.5 * (np.ones((3, 3)) - np.eye(3)) + np.eye(3)   # K(2.5)
+    np.testing.assert_allclose(target[~np.eye(3, dtype=bool)], -0.5, rtol=1e-12)
+    assert np.linalg.eigvalsh(target)[0] > -1e-12
+    for dim in (2, 3):
+        res = spherical_dgp(w, tau, dim=dim)
+        assert res.status == "degenerate" and res.shift_interval[0] == pytest.approx(2.5, rel=1e-6)
+    # a spread above 2 (the range of tau ||y_i - y_j||^2 / (2 sigma^2) over pairs) is never PSD, in any dimension
+    line = np.array([0.0, 0.1, 2.0])                            # range (4 - 0.01) * tau / 2 = 0.9975 at sigma = 1
+    for sig, status in ((1.0, "degenerate"), (0.6, "inconsistent")):
+        sq = (line[:, None] - line[None]) ** 2
+        spread = tau * (sq[sq > 0].max() - sq[sq > 0].min()) / (2 * sig**2)
+        assert (spread > 2) == (status == "inconsistent")
+        assert spherical_dgp(gaussian_kernel_weights(line, sig), tau, dim=3).status == status
+
+
 def test_xclr_feasible_when_dim_exceeds_rank_and_tau_below_tau_s():
     e = np.random.default_rng(2).standard_normal((10, 3))
     tau, tau_s = 0.1, 0.2

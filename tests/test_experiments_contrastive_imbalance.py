@@ -186,7 +186,7 @@ def test_network_table_histories_and_cost_record(tiny_nets):
 def test_network_claims_flip_on_planted_numbers(tiny_nets):
     nets, _ = tiny_nets
     assert list(nets._claims()) == ["within-class collapse", "gram matches", "collapse at 0.9",
-                                    "gap network looks collapsed", "training stops short"]
+                                    "training stops short"]
     t = nets.table
     collapsed = t.assign(net_a=t.opt_a, net_b=t.opt_b, spread=0.001)                  # a network exactly at the optimum
     good = replace(nets, table=collapsed)
@@ -195,8 +195,16 @@ def test_network_claims_flip_on_planted_numbers(tiny_nets):
     off = replace(nets, table=collapsed.assign(net_b=collapsed.net_b.where(collapsed.index != 1, collapsed.net_b + 0.06)))
     assert off.claim("gram matches").verdict == "not reproduced"
     apart = replace(nets, table=collapsed.assign(net_b=collapsed.net_b.where(collapsed.role != "gap test", 0.9)))
-    assert apart.claim("gap network looks collapsed").verdict == "not reproduced"
+    # the gap network is an explanation tested here (a check), not the paper's claim: its optimum is not collapsed
+    assert not apart.looks_collapsed() and apart.claim("training stops short").verdict == "failed"
     assert apart.claim("training stops short").kind == "check"
+    gap = collapsed.role == "gap test"
+    merged = replace(nets, table=collapsed.assign(net_b=collapsed.net_b.where(~gap, 0.99),
+                                                  net_a=collapsed.net_a.where(~gap, -0.99)))
+    assert merged.looks_collapsed() and merged.claim("training stops short").verdict == (
+        "passed" if merged.gap_run.opt_b < 0.95 else "failed")
+    half = replace(nets, table=merged.table.assign(net_a=merged.table.net_a.where(~gap, -0.5)))
+    assert not half.looks_collapsed() and half.claim("training stops short").verdict == "failed"
     spread = replace(nets, table=collapsed.assign(spread=0.2))
     assert spread.claim("within-class collapse").verdict == "not reproduced"
 

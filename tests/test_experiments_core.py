@@ -54,6 +54,26 @@ def test_seed_noise_is_twice_the_largest_spread_and_refuses_none():
         experiments.seed_noise([])
 
 
+def test_range_noise_is_the_chance_range_of_seed_draws():
+    """The 95% quantile of the range of k draws with the largest spread: 1.96 * sqrt(2) for two draws (their
+    difference), and by simulation for five; bad arguments are refused."""
+    assert experiments.range_noise([0.5, 1.0], 2) == pytest.approx(1.959964 * 2 ** 0.5, rel=1e-5)
+    draws = np.random.default_rng(0).normal(0.0, 0.33, (200_000, 5))
+    exceeded = np.mean(np.ptp(draws, axis=1) > experiments.range_noise([0.33], 5))
+    assert abs(exceeded - 0.05) < 0.003
+    # the review's case: five single runs spanning 0.80 points with seed sd 0.33 are within the seed's range
+    assert experiments.exceeds(0.80, experiments.range_noise([0.33], 5)).outcome == "below"
+    assert experiments.exceeds(0.80, experiments.seed_noise([0.33])).outcome == "above"   # the old rule said "matter"
+    with pytest.raises(ValueError, match="count must be an integer >= 2"):
+        experiments.range_noise([0.1], 1)
+    with pytest.raises(ValueError, match="at least one method"):
+        experiments.range_noise([], 3)
+    with pytest.raises(ValueError, match="level must be a probability"):
+        experiments.range_noise([0.1], 3, level=1.0)
+    with pytest.raises(ValueError, match="spreads must be a finite number >= 0"):
+        experiments.range_noise([-0.1], 3)
+
+
 def test_summary_and_record_claims(tmp_path):
     table = pd.DataFrame({"method": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1], "acc": [0.8, 0.82, 0.7, 0.71]})
     setting = experiments.Setting("quick", "paper", {}, "toy")

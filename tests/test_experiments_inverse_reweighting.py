@@ -180,6 +180,29 @@ def test_planted_geometry_flips_the_nc_claims():
     assert [c.verdict for c in one_lower.claims()[3:6]] == ["not reproduced"] * 3
 
 
+def test_an_unstable_method_widens_only_its_own_comparisons():
+    """Each comparison reads the seed spread of its own two methods: one unstable baseline (IB) does not raise
+    the threshold of the others, nor of CE against the method."""
+    res = _planted(BASE, {"inverse + macro": 0.1})
+    table = res.table.copy()
+    ib = table["method"] == "IB"
+    table.loc[ib, "rho"] = [0.5 - 1.0, 0.5, 0.5 + 1.0]          # seed sd 0.82 instead of 0.008
+    table.loc[ib, "overall"] = [0.77 - 0.2, 0.77, 0.77 + 0.2]
+    unstable = experiments.ReweightingComparison("inverse_reweighting", res.setting, table)
+    calm = 2 * np.std([-0.001, 0.0, 0.001])
+    assert unstable.verdict(PAPER_METHOD, "CE", "rho").threshold == pytest.approx(calm)
+    assert unstable.verdict(PAPER_METHOD, "IB", "rho").threshold == pytest.approx(2 * np.std([-1.0, 0.0, 1.0]))
+    assert unstable.noise("rho") == pytest.approx(2 * np.std([-1.0, 0.0, 1.0]))   # every method: the widest
+    rho = next(c for c in unstable.claims() if "lowest loss imbalance" in c.claim)
+    bounds = dict(zip(unstable.baselines(), rho.tolerance["above"]))
+    assert bounds["CE"] == pytest.approx(calm) and bounds["IB"] > 100 * calm
+    assert rho.verdict == "not reproduced"                      # 0.4 below IB's mean, within IB's own spread
+    table.loc[ib, "rho"] = [0.5 - 0.1, 0.5, 0.5 + 0.1]          # IB spread 0.08: the 0.4 gap is resolved
+    steadier = experiments.ReweightingComparison("inverse_reweighting", res.setting, table)
+    assert next(c for c in steadier.claims() if "lowest loss imbalance" in c.claim).verdict == "reproduced"
+    assert unstable.claims()[0].verdict == "reproduced"         # against CE: IB's spread plays no part
+
+
 def test_a_non_finite_metric_is_not_reproduced():
     res = _planted({**BASE, "CE": math.nan})
     assert res.verdict(PAPER_METHOD, "CE").outcome == "undefined"

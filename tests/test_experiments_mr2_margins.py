@@ -138,6 +138,13 @@ def test_verdicts_read_the_table(tiny):
     assert v["hard_gain"].value == pytest.approx(hard_mr2.mean() - hard_ce.mean(), abs=1e-9)
     assert v["hard_gain"].threshold == pytest.approx(2 * max(hard_mr2.std(), hard_ce.std()), abs=1e-9)
     assert v["ablation_logit"].threshold == v["ablation_rep"].threshold   # one noise for the three MR2 versions
+    # the ablation's single runs (two settings and the main setting's first seed) against the chance range of 3 seeds
+    overall = 100 * comp.formatted("ablation")["all"].to_numpy()
+    spreads = [comp.per_seed(m, "all").std() for m in mr2.METHODS]
+    assert v["ablation_range"].rule == "exceeds" and v["ablation_range"].value == pytest.approx(np.ptp(overall))
+    assert v["ablation_range"].threshold == pytest.approx(experiments.range_noise(spreads, 3))
+    assert v["ablation_range"].threshold > 3.3 * max(spreads)                # wider than twice the spread
+    assert "cosine_gap" not in v and np.isfinite(comp.cosine_gap())
     assert comp.say("hard_gain", ("beats", "is level with", "trails")) in ("beats", "is level with", "trails")
 
 
@@ -155,7 +162,11 @@ def test_claims_and_their_records(tiny, tmp_path):
     easy = claims["MR2 (both losses) does not trade off the easy classes"]
     assert easy.verdict == ("not reproduced" if v["easy_change"].outcome == "below" else "reproduced")
     out = experiments.record_claims("mr2_margins", base, comp, folder=tmp_path)
-    assert len(out) == 8 and set(out["verdict"]) <= {"reproduced", "not reproduced"}
+    assert len(out) == 8 and set(out["verdict"]) <= {"reproduced", "not reproduced", "not testable"}
+    # a difference of single runs is never judged: the cosine head trains one seed per method
+    cosine = claims["With a cosine classifier, MR2 with p = 3 raises hard-class test accuracy over CE"]
+    assert cosine.verdict == "not testable" and "one seed per method" in cosine.not_testable
+    assert list(out["verdict"]).count("not testable") == 1
     assert (tmp_path / "claims" / "quick" / "mr2_margins.json").exists()
     for c in claims.values():
         assert "not known" not in c.source and "worked from" not in c.source

@@ -193,6 +193,13 @@ def test_network_claims_and_planted_numbers(net):
     longer = replace(net, table=t.assign(w_norm_ratio=1.05))
     assert longer.claim("shorter").verdict == "not reproduced" and not longer.verdicts()["shorter"].holds
     assert net.claim("shorter").derived == pytest.approx(float(t.seli_w_norm_ratio[0]))
+    # past SELI: further from the ETF than SELI is; the verdict and the record's setting say so
+    sep = net.extras["separation"]["w"]
+    beyond = replace(net, table=t.assign(w_etf=sep + 0.1, w_seli=0.2))
+    assert beyond.verdicts()["past"].holds and beyond.claim("closer").verdict == "reproduced"
+    assert "past SELI" in beyond.claim("closer").setting
+    short = replace(net, table=t.assign(w_etf=sep - 0.1, w_seli=0.05))
+    assert not short.verdicts()["past"].holds and "past SELI" not in short.claim("closer").setting
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

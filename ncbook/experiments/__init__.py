@@ -49,6 +49,7 @@ from ._verdicts import Verdict
 from ._verdicts import compare_means
 from ._verdicts import exceeds
 from ._verdicts import matches
+from ._verdicts import range_noise
 from ._verdicts import seed_noise
 from ._weighted_contrastive import ContinuousLabelFits
 from ._weighted_contrastive import SupervisedPrototypes
@@ -90,6 +91,7 @@ __all__ = [
     "PrimerNetwork",
     "PrimerUFM",
     "quoted_reweighting_results",
+    "range_noise",
     "record_claims",
     "reweighting_setting",
     "ReweightingComparison",

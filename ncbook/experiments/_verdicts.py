@@ -10,7 +10,9 @@ never say more (or less) than its record:
 - :func:`matches`: a value against a closed form or an exact solve, within a tolerance relative to
   the reference's scale (``atol + rtol * |reference|``). Outcomes ``"match"``, ``"differ"``.
 - :func:`exceeds`: a measurement against a threshold stated in advance (a bound, chance). Outcomes
-  ``"above"``, ``"below"`` (equal counts as not above).
+  ``"above"``, ``"below"`` (equal counts as not above). The range of several single runs (one seed each,
+  one setting changed at a time) is judged by :func:`exceeds` against :func:`range_noise`, the range that
+  as many runs differing only in their seed exceed by chance.
 
 Each verdict knows the :func:`ncbook.book.claim_verdict` tolerance that reproduces it
 (:meth:`Verdict.tolerance`), and a test checks that both give the same answer on random inputs.
@@ -26,7 +28,7 @@ import numpy as np
 
 from .._validation import check_nonnegative
 
-__all__ = ["Verdict", "compare_means", "matches", "exceeds", "seed_noise"]
+__all__ = ["Verdict", "compare_means", "matches", "exceeds", "range_noise", "seed_noise"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,55 @@ def seed_noise(spreads: Sequence[float]) -> float:
     if not values:
         raise ValueError("spreads must hold the seed standard deviation of at least one method; got none.")
     return 2.0 * max(values)
+
+
+def range_noise(spreads: Sequence[float], count: int, *, level: float = 0.95) -> float:
+    """The range that ``count`` single runs differing only in their seed exceed by chance ``1 - level`` of the time.
+
+    ``count`` independent draws with standard deviation ``sigma`` (the largest of ``spreads``) have a
+    range, largest minus smallest, whose ``level`` quantile is ``q * sigma``, with ``q`` the quantile of
+    the range of ``count`` standard normal draws (the studentized range with infinitely many degrees of
+    freedom: 2.77 for two runs, 3.86 for five at ``level = 0.95``). A range of single runs with different
+    settings below it is within what the seed alone produces. Twice the seed standard deviation, the
+    rule for two means over seeds, would be exceeded by the range of five seeds alone 62% of the time.
+
+    Parameters
+    ----------
+    spreads : sequence of float
+        Seed standard deviations of the metric (the largest is used, as in :func:`seed_noise`).
+    count : int, >= 2
+        The number of single runs whose range is judged.
+    level : float in (0, 1)
+        The quantile (default 0.95: exceeded by chance 5% of the time).
+
+    Raises
+    ------
+    ValueError
+        For no spreads, a negative or non-finite spread, ``count < 2`` or ``level`` outside (0, 1).
+
+    References
+    ----------
+    Tippett, "On the extreme individuals and the range of samples taken from a normal population",
+    Biometrika 17 (1925): the distribution of the range of normal samples.
+
+    Examples
+    --------
+    >>> round(range_noise([0.3, 0.33], 5), 3)
+    1.273
+    >>> round(range_noise([1.0], 2) / 2 ** 0.5, 3)    # two runs: their difference has sd sqrt(2)
+    1.96
+    """
+    from scipy.stats import studentized_range
+
+    values = [check_nonnegative("spreads", float(v)) for v in spreads]
+    if not values:
+        raise ValueError("spreads must hold the seed standard deviation of at least one method; got none.")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 2:
+        raise ValueError(f"count must be an integer >= 2 (a range needs two runs); got {count!r}.")
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be a probability in (0, 1); got {level!r}.")
+    return float(studentized_range.ppf(level, int(count), np.inf)) * max(values)
 
 
 def compare_means(a: Sequence[float], b: Sequence[float], *, noise: float) -> Verdict:
