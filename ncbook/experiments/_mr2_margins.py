@@ -503,7 +503,7 @@ def mr2_baseline(setting: Setting | None = None, *, seed: int = 0, model: Callab
     >>> import tempfile
     >>> tiny = mr2_setting(profile="quick", steps=5, seeds=2, c_bars=(), emas=())   # doctest: +SKIP
     >>> base = mr2_baseline(tiny, progress=False, results=tempfile.mkdtemp())      # doctest: +SKIP
-    Cost at the quick profile on cpu (1 thread) (float32): this model trains ... Going on without waiting.
+    Cost at the quick profile on cpu (1 thread) (float32): this model trains ...
     >>> list(base.table.columns), base.table["noise"].tolist()                     # doctest: +SKIP
     (['method', 'seed', 'noise', 'easy', 'medium', 'hard', 'all'], [1.0, 1.0, 0.0])
     """
