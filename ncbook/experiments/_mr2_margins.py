@@ -335,7 +335,7 @@ class MR2Baseline(ExperimentResult):
     """CE on balanced data: per-class accuracy, the spread behind it, and the easy/medium/hard split.
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row per CE run: ``method`` ("CE"), ``seed``, ``noise`` (pixel noise of its training and test
         images), ``easy``, ``medium``, ``hard``, ``all`` (mean per-class test accuracy of each group).
@@ -581,7 +581,7 @@ class MR2Comparison(ExperimentResult):
     """CE, fixed margins and three versions of MR2 over seeds; the ablations; the cosine head.
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row per run: ``part`` ("main", "ablation", "cosine head"), ``method`` (one of :data:`METHODS`),
         ``seed``, ``head`` ("linear" or "cosine"), ``c_bar`` (``gamma_bar``), ``ema`` (the EMA decay of
