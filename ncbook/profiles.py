@@ -489,6 +489,8 @@ def _work_mr2(p):
 
 _SELI_LAMBDAS = (1e-6, 1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)   # the ridge path (quick, gpu)
 
+#: Each chapter's :class:`ChapterPlan`, by file stem: what its parameters cell sets at the gpu and full profiles,
+#: the images its long cells train on and evaluate, and its measured quick-profile run time.
 PLANS = {
     "nc_primer": ChapterPlan(
         "nc_primer",

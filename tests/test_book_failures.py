@@ -149,7 +149,7 @@ def _env(root: Path, floor: int = 120):
 
 
 COST_PRINT = ("print(\"Next cell, network: about 1.0 s. The chapter's long cells: about 1.0 s (network 1.0 s), "
-              "1.0 s of it from here on. Going on without waiting.\")")
+              "1.0 s of it from here on.\")")
 
 
 def test_a_cell_past_its_limit_names_the_chapter_the_cell_and_how_to_raise_the_limit(tmp_path, monkeypatch, capsys):

@@ -304,6 +304,9 @@ DEFECTS = [
                                               "exercises.\n", "")),
     ("frame: study time", lambda t: t.replace("about 2 h: 1 h reading and running the cells, 1 h for the exercises",
                                               "a while")),
+    ("frame: exercise minutes", lambda t: t.replace("*20 min · medium · derivation*", "*35 min · medium · derivation*")),
+    ("frame: exercise minutes", lambda t: t.replace("1 h for the exercises", "1 h on the exercises")),
+    ("frame: exercise minutes", lambda t: t.replace("about 2 h: 1 h reading", "about 3 h: 1 h reading")),
     ("sources box", lambda t: t.replace(_SOURCES_START, ":::{admonition} Sources")),
     ("sources box", lambda t: t.replace(":class: sources", ":class: note")),
     ("sources box", lambda t: t.replace(" What to check in the paper: the hypotheses of Theorem 1.", "")),
@@ -315,7 +318,8 @@ DEFECTS = [
     ("exercises: kinds", lambda t: t.replace(":class: variant", ":class: essay")),
     ("exercises: derivation/prediction", lambda t: t.replace(":class: prediction", ":class: variant")),
     ("exercises: implement", lambda t: t.replace(":class: variant", ":class: implement")),
-    ("exercises: count", lambda t: t[:t.index("```{exercise}\n:label: ex-a-3")]),
+    ("exercises: count", lambda t: t[:t.index("```{exercise}\n:label: ex-a-3")],
+     ("frame: exercise minutes",)),              # the frame still counts the minutes of the two cut exercises
     ("exercises: autograded", lambda t: t.replace("check_thing(1)", "print(1)").replace("check_other(2)", "print(2)")),
     ("exercises: labels", lambda t: t.replace("*15 min · medium · variant*\n", "")),
     ("exercises: labels", lambda t: t.replace("*15 min · medium · variant*", "*15 min · tricky · variant*")),
@@ -374,6 +378,15 @@ def test_each_defect_fails_its_check(tmp_path, check, defect, also):
     assert not results[check].ok, f"{check} passed on the defect"
     others = [r.check for r in results.values() if not r.ok and r.check != check]
     assert not [o for o in others if o.split(":")[0] != check.split(":")[0] and o not in also], others  # that alone
+
+
+def test_the_exercise_minutes_read_hours_and_minutes(tmp_path):
+    """"1 h 0 min", "60 min" and "1 h" are the same hour; the total may round its parts to a quarter of an hour."""
+    for line in ("about 1.5 h: 30 min reading and running the cells, 1 h 0 min for the four exercises",
+                 "about 1.5 h: 40 min reading and running the cells, 60 min for the exercises"):
+        chapter = GOOD.replace("about 2 h: 1 h reading and running the cells, 1 h for the exercises", line)
+        assert chapter != GOOD
+        assert _results(_repo(tmp_path / str(len(line)), chapter))["frame: exercise minutes"].ok, line
 
 
 def test_a_marked_listing_is_not_an_answer_on_the_page(tmp_path):

@@ -14,6 +14,7 @@ import ast
 import html
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -272,6 +273,9 @@ def test_the_report_says_where_records_come_from_when_there_are_none(tmp_path):
     report = book.reproduction_report(tmp_path / "nowhere")
     assert report.origin.startswith(f"No claim records in {tmp_path / 'nowhere'}/claims/.")
     assert "RESULTS" in report.origin and "None recorded" in report.html
+    assert "leave the recording cells out" not in report.origin and "results_dir()" in report.origin
+    relative = book.reproduction_report("nowhere-here")                      # a lone notebook: where it looked, in full
+    assert f"(that is, {os.path.abspath('nowhere-here')}/claims/)" in relative.origin
     assert all(n == 0 for k in report.counts.values() for p in k.values() for n in p.values())
 
 

@@ -97,7 +97,7 @@ def test_tiny_comparison_prints_its_cost_and_records_it(one_process, tmp_path, c
                                           seeds=[3], sizes=TINY, setting=experiments.reweighting_setting(profile="quick"),
                                           results=tmp_path, name="one run")
     out = capsys.readouterr().out
-    assert "Next cell, one run: about" in out and "Going on without waiting" in out
+    assert "Next cell, one run: about" in out and "of it from here on." in out
     record = (tmp_path / "costs" / "quick" / "inverse_reweighting.json").read_text()
     assert '"one run"' in record and '"measured_s": null' not in record
     assert list(res.table["method"]) == ["CE", "CE + post-hoc LA"] and list(res.table["seed"]) == [3, 3]

@@ -179,7 +179,7 @@ def test_networks_table_claims_and_cost_record(tiny_plan, capsys):
     assert len(res.claims()) == 5 and all(c.verdict in ("reproduced", "not reproduced") for c in res.claims())
     _records_agree(res)
     out = capsys.readouterr().out
-    assert "Going on without waiting" in out and "Next cell, networks" in out
+    assert "of it from here on." in out and "Next cell, networks" in out
     assert "Training at the quick profile: digits, MLP, 6 steps (batch 16) for the classes" in out
     cost = json.loads((tiny_plan / "costs" / "quick" / "weighted_contrastive.json").read_text())
     assert cost["cells"]["networks"]["measured_s"] > 0
@@ -245,7 +245,7 @@ def test_two_processes_give_the_table_of_one(tmp_path):
     data.write_cifar_standin(tmp_path / "data")
     one, _ = _launch(tmp_path, 1, "one")
     two, printed = _launch(tmp_path, 2, "two")
-    assert printed.count("Going on without waiting") == 1        # one rank announces the cost
+    assert printed.count("of it from here on.") == 1        # one rank announces the cost
     numbers = [c for c in one.columns if c not in ("task", "method", "seed", "seconds")]
     assert one[["task", "method", "seed"]].equals(two[["task", "method", "seed"]])
     a, b = one[numbers].to_numpy(dtype=float), two[numbers].to_numpy(dtype=float)

@@ -325,7 +325,7 @@ def test_gpu_profile_smoke(stem, tmp_path, capsys, request):
         print(f"\n[gpu_smoke] {stem}: {seconds:.0f} s; " + "; ".join(lines))
     assert f"claims/gpu/{stem}.json" in written, f"{stem} recorded no gpu-profile claims"
     printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
-    assert "Going on without waiting" in printed and "Run time" in printed
+    assert "of it from here on." in printed and "Run time" in printed
 
 
 @pytest.mark.gpu

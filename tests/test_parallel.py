@@ -328,3 +328,18 @@ def test_fit_progress_defaults_to_show_progress(monkeypatch):
     monkeypatch.setenv("NCBOOK_PROGRESS", "1")
     train.fit(_mlp(), F.cross_entropy, (x, y), epochs=2, nc_every=0)
     assert [b.total for b in _Bar.made] == [2]
+
+
+def test_cost_probe_in_workers_shows_no_progress_bar(monkeypatch):
+    """The cost probe runs in the workers of a parallel cell to time them; it is part of the cost line, so it draws
+    no "runs" bar of its own (with progress on, a bar appears only for the cell's runs)."""
+    import tqdm.auto
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", _Bar)
+    _Bar.made.clear()
+    monkeypatch.setenv("NCBOOK_PROGRESS", "1")
+    monkeypatch.setenv("NCBOOK_WORKERS", "2")
+    (x, y), _ = _data()
+    tp = train.measure_fit(_mlp, F.cross_entropy, (x, y), batch_size=8, steps=(1, 2), device="cpu", parallel_runs=2)
+    assert tp.workers == 2, "the probe ran in no worker: the test would not see its bar"
+    assert _Bar.made == []

@@ -929,7 +929,9 @@ def test_a_listing_shows_the_docstring_as_markdown_then_the_code(markup):
     assert "PUBLIC-CODE" in stext
 
 
-def test_the_claim_cell_is_titled_and_records_in_a_scratch_folder(tmp_path):
+def test_the_claim_cell_is_titled_and_records_where_the_cost_records_go(tmp_path, monkeypatch):
+    """The claim cell sets no folder of its own: its records land in ncbook.results_dir(), beside the cost records
+    (results/ next to a notebook opened alone), where the Reproduction page looks."""
     chapter = CHAPTER.replace("After the exercises.", "```{code-cell} ipython3\n:tags: [remove-input]\n\n"
                               "experiments.record_claims(\"tiny\", result, checks)\n```\n")
     root = _make_repo(tmp_path, chapter)
@@ -938,16 +940,22 @@ def test_the_claim_cell_is_titled_and_records_in_a_scratch_folder(tmp_path):
     assert sn.is_hidden(cell) and cell.metadata["ncbook"]["role"] == "claims"
     lines = cell.source.split("\n")
     assert lines[0] == sn.TITLE_PREFIX + sn.CLAIMS_TITLE and lines[-1] == 'experiments.record_claims("tiny", result, checks)'
-    namespace = {}
-    import os
-    saved = os.environ.pop("NCBOOK_RESULTS", None)
-    try:
-        exec("\n".join(lines[1:-1]), namespace)                              # the preamble alone
-        assert os.environ["NCBOOK_RESULTS"].endswith("ncbook-notebook-results")
-    finally:
-        os.environ.pop("NCBOOK_RESULTS", None)
-        if saved is not None:
-            os.environ["NCBOOK_RESULTS"] = saved
+    assert all(line.startswith("#") for line in lines[1:-1]) and "results_dir()" in cell.source
+    import ncbook
+    from ncbook import experiments
+
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    monkeypatch.chdir(lone)                                                   # a notebook opened alone
+    monkeypatch.delenv("NCBOOK_RESULTS", raising=False)
+    monkeypatch.delenv("NCBOOK_SCALE", raising=False)
+    check = experiments.Claim("check", "0.5 + 0.25 is 0.75", ours=0.75, derived=0.75, derived_how="by hand",
+                              tolerance={"abs": 1e-12, "against": "derived"}, setting="arithmetic")
+    namespace = {"experiments": experiments, "result": check, "checks": []}
+    exec("\n".join(lines[1:]), namespace)                                    # the cell as the notebook runs it
+    written = sorted(p.relative_to(lone).as_posix() for p in lone.rglob("*.json"))
+    assert written and all(p.startswith("results/claims/") for p in written), written
+    assert ncbook.results_dir() == "results"
 
 
 # --------------------------------------------------------------------------- counts: what a Colab reader meets

@@ -12,6 +12,10 @@ Per chapter (a jupytext page of ``_toc.yml`` that has exercises), in the order a
 ``sources box``
     ``:::{admonition} Where the quotes come from`` with ``:class: sources`` before the first ``##``
     section: it cites the paper(s) and says what a reader should check in them.
+``frame: exercise minutes``
+    The study-time line gives the exercises' time as the duration just before ``for the ... exercises``
+    (``2 h 15 min for the six exercises``): the sum of the exercises' label minutes. Its total (the first
+    duration) is the sum of the parts it lists, to within a quarter of an hour.
 ``recap`` / ``where next``
     ``## Recap`` with 3-6 list items, then ``## Where next`` linking the next chapter of the TOC
     (the last chapter: any page), both before ``## Exercises``.
@@ -70,7 +74,7 @@ Per chapter (a jupytext page of ``_toc.yml`` that has exercises), in the order a
 
 The root page (the intro) must have a course map drawn by code (``plotting.course_map``) followed by
 what to see in it, a link to every chapter, the cross-links (the two minority collapses, SCL next to
-SupCon, SELI as an equal-loss geometry that is not an ETF), run times per profile, a one-week plan (a
+SupCon, SELI as an equal-loss geometry that is not an ETF), run times per profile, a study plan (a
 table whose header starts with ``Day`` linking every chapter), each chapter's study time as its frame
 states it, only symbols of the notation page's shared tables, glossary terms that exist, and none of
 its flagged statements or working notes. Every other page of the TOC is
@@ -661,6 +665,43 @@ def study_hours(frame: str) -> float | None:
     return float(m.group("h")) + int(m.group("m") or 0) / 60
 
 
+_DURATION = r"\d+(?:\.\d+)?\s*h\b(?:\s*\d+\s*min\b)?|\d+\s*min\b"
+# the exercises' time on the study-time line: "2 h 15 min for the six exercises", "1 h for the exercises"
+_EXERCISE_TIME = re.compile(rf"(?P<d>{_DURATION})\s+for\s+(?:the\s+)?(?:[\w-]+\s+)?exercises\b")
+
+
+def _minutes(duration: str) -> float:
+    """``"2 h 15 min"``, ``"2.5 h"`` or ``"90 min"`` in minutes."""
+    m = re.fullmatch(r"(?:(?P<h>\d+(?:\.\d+)?)\s*h)?\s*(?:(?P<m>\d+)\s*min)?", duration.strip())
+    return 60 * float(m.group("h") or 0) + int(m.group("m") or 0)
+
+
+def check_study_minutes(page: Page) -> list[Result]:
+    """The frame's study-time line and the exercises' labels agree: the time it gives the exercises (the duration
+    before ``for the ... exercises``) is the sum of the label minutes, and its total is the sum of its parts to
+    within a quarter of an hour. Skipped (the labels rule reports it) while an exercise has no readable label."""
+    name = page.stem
+    body = _frame(page)
+    line = " ".join(_labelled(body, "Study time").split()) if body else ""
+    labels = [exercise_label(event) for event, _ in _exercise_events(page)]
+    if not line or not labels or None in labels:
+        return [Result(name, "frame: exercise minutes", True, "")]
+    total_labels = sum(int(p["minutes"]) for p in labels)
+    m = _EXERCISE_TIME.search(line)
+    if m is None:
+        return [Result(name, "frame: exercise minutes", False, f"the study-time line gives no time `<N h M min> for "
+                       f"the ... exercises` (their labels add up to {total_labels} min)")]
+    stated = _minutes(m.group("d"))
+    parts = [_minutes(d) for d in re.findall(_DURATION, line)]
+    problems = []
+    if abs(stated - total_labels) > 0.5:
+        problems.append(f"the study-time line gives the exercises {m.group('d')} ({stated:g} min), their labels "
+                        f"add up to {total_labels} min")
+    if len(parts) > 1 and abs(parts[0] - sum(parts[1:])) > 15:
+        problems.append(f"the study time ({parts[0]:g} min) is not the sum of its parts ({sum(parts[1:]):g} min)")
+    return [Result(name, "frame: exercise minutes", not problems, "; ".join(problems))]
+
+
 def check_recap(page: Page) -> list[Result]:
     sections = _sections(page.text)
     heads = [h for h, _ in sections]
@@ -1221,10 +1262,10 @@ def check_glossary(page: Page) -> list[Result]:
 
 def check_chapter(page: Page) -> list[Result]:
     out = []
-    for check in (check_frame, check_sources, check_recap, check_exercises, check_exercise_labels, check_hints,
-                  check_retyping, check_answers, check_notation, check_symbols, check_terms, check_statements,
-                  check_working_notes, check_headings, check_prompts, check_what_to_see, check_glue_order,
-                  check_progress, check_notebook_text, check_glue_cells, check_figures):
+    for check in (check_frame, check_study_minutes, check_sources, check_recap, check_exercises, check_exercise_labels,
+                  check_hints, check_retyping, check_answers, check_notation, check_symbols, check_terms,
+                  check_statements, check_working_notes, check_headings, check_prompts, check_what_to_see,
+                  check_glue_order, check_progress, check_notebook_text, check_glue_cells, check_figures):
         out += check(page)
     return out
 

@@ -49,7 +49,8 @@ Markers a chapter uses for the notebooks (the HTML book ignores them or keeps it
   own first line ``# @title <what it does>``, else its first comment line, else what it defines or
   draws (:func:`cell_title`). In a cell whose output the book removes, a last bare expression is
   silenced with ``;``; a cell made only of ``glue``/``put`` calls whose values no notebook sentence
-  quotes is dropped; the claim cell records into a scratch folder (``NCBOOK_RESULTS`` chooses another).
+  quotes is dropped; the claim cell records where the cost records go (:func:`ncbook.results_dir`:
+  ``NCBOOK_RESULTS``, else ``results/`` beside the notebook), for the Reproduction page.
 * Glue lines inside a cell that computes or plots move to a collapsed "Numbers for the text" cell
   after it when nothing can change (:func:`split_glue_lines`); the others stay, and
   ``tools/check_chapters.py`` flags them. A show cell whose value is computed only by a later cell
@@ -117,10 +118,10 @@ SHOW_TITLE = "Numbers from your run"      # a glued paragraph filled with the ru
 NUMBERS_TITLE = "Numbers for the text"    # glue/put lines: the values the text quotes
 INSTALL_TITLE = "Install ncbook if it is missing (e.g. on Colab)"
 CLAIMS_TITLE = "Record this chapter's claims"
-# a notebook run keeps its claim records in a scratch folder (NCBOOK_RESULTS chooses another)
-CLAIMS_PREAMBLE = ("import os, tempfile  # this run's claim records go to a scratch folder, not the book's\n"
-                   'os.environ.setdefault("NCBOOK_RESULTS", os.path.join(tempfile.gettempdir(), '
-                   '"ncbook-notebook-results"))')
+# the claim cell records where the chapter's cost records go: ncbook.results_dir() (a comment says so in the cell)
+CLAIMS_PREAMBLE = ("# The records go where the cost records go, ncbook.results_dir(): NCBOOK_RESULTS if set, else\n"
+                   "# results/ beside this notebook (the checkout's results/ when it runs in book/). The Reproduction\n"
+                   "# page reads them from there.")
 SLOT = "⟨{}⟩"                             # a glued value in the Markdown, before the notebook has run
 WITHHELD_LISTING = ("> **Listing withheld in the student notebook.** Here the chapter prints `{obj}` of "
                     "`{module}`, the reference answer of {title}. Do the exercise first; afterwards the "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,14 +173,17 @@ def _title(stem: str, links: bool) -> str:
 def _origin(folder: str | Path, records: list[dict], shown_as: str | None) -> str:
     where = shown_as or str(folder)
     if not records:
-        return (f"No claim records in {where}/claims/. Records are written there when the chapters execute "
-                f"from a checkout of the book (a book build, or `python -m pytest -m notebook`), one file per "
-                f"chapter and profile; the reader notebooks (Colab) leave the recording cells out. Set "
-                f"RESULTS (or NCBOOK_RESULTS) to the results/ folder of a checkout to show its records; the "
-                f"book's own records are on the Reproduction page of the HTML book.")
+        full = os.path.abspath(folder)
+        seen = "" if full == where else f" (that is, {full}/claims/)"
+        return (f"No claim records in {where}/claims/{seen}. A chapter writes its records where its cost records go, "
+                f"ncbook.results_dir(): NCBOOK_RESULTS if set, else results/ beside the chapter's notebook (the "
+                f"checkout's results/ for a book build). Run a chapter notebook in this folder first, or point this "
+                f"page at records: set NCBOOK_RESULTS (or RESULTS in the parameters cell) to a folder that holds "
+                f"claims/<profile>/<chapter>.json, such as the results/ folder of a checkout, where the gpu and full "
+                f"records are committed. The book's own records are on the Reproduction page of the HTML book.")
     per = ", ".join(f"{p} {sum(r['profile'] == p for r in records)}" for p in RECORD_PROFILES)
     return (f"Claim records read from {where}/claims/ ({len(records)} records: {per}), written when the "
-            f"chapters executed there.")
+            f"chapters executed there (NCBOOK_RESULTS or RESULTS points this page at another folder).")
 
 
 def reproduction_report(folder: str | Path, *, links: bool = False, shown_as: str | None = None) -> Report:

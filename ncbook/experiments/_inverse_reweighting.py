@@ -390,7 +390,7 @@ def compare_reweighting(methods: Callable, *, seeds: Sequence[int] | None = None
     ...                           sizes={"STEPS": 4, "REPEAT": 1, "WIDTH": 8}, progress=False,
     ...                           results=tempfile.mkdtemp())   # doctest: +ELLIPSIS
     Cost at the quick profile on cpu ...
-    Next cell, comparison: about ... Going on without waiting.
+    Next cell, comparison: about ... of it from here on.
     >>> list(res.table["method"]), res.table.shape
     (['CE', 'CE + post-hoc LA'], (2, 12))
     """

@@ -339,7 +339,7 @@ class MR2Baseline(ExperimentResult):
     """CE on balanced data: per-class accuracy, the spread behind it, and the easy/medium/hard split.
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row per CE run: ``method`` ("CE"), ``seed``, ``noise`` (pixel noise of its training and test
         images), ``easy``, ``medium``, ``hard``, ``all`` (mean per-class test accuracy of each group).
@@ -507,7 +507,7 @@ def mr2_baseline(setting: Setting | None = None, *, seed: int = 0, model: Callab
     >>> import tempfile
     >>> tiny = mr2_setting(profile="quick", steps=5, seeds=2, c_bars=(), emas=())   # doctest: +SKIP
     >>> base = mr2_baseline(tiny, progress=False, results=tempfile.mkdtemp())      # doctest: +SKIP
-    Cost at the quick profile on cpu (1 thread) (float32): this model trains ... Going on without waiting.
+    Cost at the quick profile on cpu (1 thread) (float32): this model trains ...
     >>> list(base.table.columns), base.table["noise"].tolist()                     # doctest: +SKIP
     (['method', 'seed', 'noise', 'easy', 'medium', 'hard', 'all'], [1.0, 1.0, 0.0])
     """
@@ -585,7 +585,7 @@ class MR2Comparison(ExperimentResult):
     """CE, fixed margins and three versions of MR2 over seeds; the ablations; the cosine head.
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row per run: ``part`` ("main", "ablation", "cosine head"), ``method`` (one of :data:`METHODS`),
         ``seed``, ``head`` ("linear" or "cosine"), ``c_bar`` (``gamma_bar``), ``ema`` (the EMA decay of

@@ -159,7 +159,7 @@ class PrimerUFM(ExperimentResult):
     """The UFM fits of :func:`primer_ufm`.
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row per run: ``ridge`` ("small" or "large"), ``seed``, ``lam`` (``lambda_W = lambda_H``), the final
         ``nc1``, ``nc2_w``, ``nc2_m``, ``nc3`` (NaN for the zero minimiser, where they are undefined), ``norm_w``
@@ -434,7 +434,7 @@ class PrimerNetwork(ExperimentResult):
     """One network run of :func:`primer_network` (balanced, or STEP-imbalanced against a balanced reference).
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row: ``run`` ("balanced" or "STEP"), ``dataset``, ``n_train``, ``epochs``, ``steps`` (optimiser steps),
         ``train_acc``, ``test_acc``, the final training-set ``nc1``, ``nc2_m``, ``nc2_w``, ``nc3``, ``nc4``,

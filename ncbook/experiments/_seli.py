@@ -203,7 +203,7 @@ class SeliUFM(ExperimentResult):
     """The cross-entropy UFM at ``lambda = 0`` trained by NGD and by GD for each ``R`` (:func:`seli_ufm`).
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row per run: ``ratio`` (``R``), ``optimizer`` ("ngd" or "gd"), ``steps``, ``z_sel`` (distance of the
         logits to the SEL matrix at the end), ``z_sel_init`` (at initialisation), ``w_seli``, ``w_etf``,
@@ -364,7 +364,7 @@ class SeliRidgePath(ExperimentResult):
     """The exact ridge optimum along a grid of ``lambda`` (:func:`seli_ridge_path`).
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row per ``lambda``: ``lam``, ``sel_distance`` (``dist`` of ``Z_lambda`` to the SEL matrix),
         ``w_norm_ratio`` (mean minority over mean majority classifier norm), ``cos_min`` (cosine of the two
@@ -527,7 +527,7 @@ class SeliNetwork(ExperimentResult):
     """A network trained on STEP-imbalanced data, measured against SELI and the ETF (:func:`seli_network`).
 
     Attributes (besides :class:`~ncbook.experiments.ExperimentResult`'s)
-    -------------------------------------------------------------------
+    --------------------------------------------------------------------
     table : pandas.DataFrame
         One row for the run: ``dataset``, ``seed``, ``epochs``, ``train_acc``, ``test_acc``, the final
         ``w_seli``, ``w_etf``, ``m_seli``, ``m_etf`` (classifier Gram and centred class means to SELI and to the

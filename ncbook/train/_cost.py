@@ -266,7 +266,8 @@ def _probe(make_runner, a: int, b: int, device: torch.device, parallel_runs: int
     workers = _workers(parallel_runs) if device.type == "cpu" else 1
     if workers == 1:
         return t_a, t_b, 1, 1.0
-    times = run_parallel(_probe_times, [dict(make_runner=make_runner, a=a, b=b, device=str(device))] * workers)
+    times = run_parallel(_probe_times, [dict(make_runner=make_runner, a=a, b=b, device=str(device))] * workers,
+                         progress=False)   # the probe is part of the cost line, not a run of the cell
     w_a, w_b = float(np.mean([t[0] for t in times])), float(np.mean([t[1] for t in times]))
     return t_a, t_b, workers, max((w_b - w_a) / max(t_b - t_a, 1e-9), 0.5)
 
@@ -683,7 +684,7 @@ class ChapterCost:
     >>> cost.add("network", fit_seconds(tp, n=2750, epochs=2, batch_size=128, n_eval=7750), tp)
     >>> print(cost.announce("network"))  # doctest: +ELLIPSIS
     Cost at the ... profile on cpu (1 thread) (float32): this model trains 2,560 images/s and evaluates 10,000 images/s...
-    Next cell, network: about 4.2 s. The chapter's long cells: about 4.2 s (network 4.2 s), 4.2 s of it from here on. ...
+    Next cell, network: about 4.2 s. The chapter's long cells: about 4.2 s (network 4.2 s), 4.2 s of it from here on.
     """
 
     def __init__(self, chapter: str, *, results: str | Path | None = None, checkpoints: str | Path | None = None):
@@ -732,8 +733,7 @@ class ChapterCost:
                  f"{c['train_images_per_s']:,.0f} images/s{self._plan_note(c)} and evaluates "
                  f"{c['eval_images_per_s']:,.0f} images/s (measured on {c['measured_steps']} steps).",
                  f"Next cell, {name}: about {format_seconds(c['estimate_s'])}. The chapter's long cells: about "
-                 f"{format_seconds(self.total())} ({parts}), {format_seconds(sum(rest.values()))} of it from here on. "
-                 f"Going on without waiting."]
+                 f"{format_seconds(self.total())} ({parts}), {format_seconds(sum(rest.values()))} of it from here on."]
         if self.checkpoints and not self._announced:
             lines.append(f"Checkpoints go to {self.checkpoints}; set NCBOOK_CHECKPOINTS to a folder that outlives the "
                          f"runtime (in Colab a mounted Google Drive folder) and rerun a cut-off cell to resume it.")
