@@ -16,7 +16,6 @@ import base64
 import csv
 import errno
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -33,13 +32,10 @@ import numpy as np
 import pytest
 import torch
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-if "assignments_tool" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
-    _module = importlib.util.module_from_spec(_spec)
-    sys.modules["assignments_tool"] = _module  # dataclasses look their module up
-    _spec.loader.exec_module(_module)
-tool = sys.modules["assignments_tool"]
+tool = load_tool("tools/assignments.py")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import grading_cheats as cheats  # noqa: E402

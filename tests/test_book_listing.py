@@ -4,20 +4,17 @@ get the stylesheet that wraps code lines and widens multi-panel figures."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "book" / "_ext"
-_spec = importlib.util.spec_from_file_location("ncbook_listing", EXT / "ncbook_listing.py")
-listing = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("ncbook_listing", listing)
-_spec.loader.exec_module(listing)
+listing = load_tool("book/_ext/ncbook_listing.py")
 
 ETF = ROOT / "ncbook" / "geometry" / "_etf.py"
 # reStructuredText that Markdown would show raw: roles and double backticks (outside code blocks)

@@ -1,12 +1,11 @@
 """The page fixes of book/_ext/ncbook_pages.py: one copy of each inline head script, a colour mode."""
 
-import importlib.util
 from pathlib import Path
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("ncbook_pages", ROOT / "book" / "_ext" / "ncbook_pages.py")
-pages = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pages)
+pages = load_tool("book/_ext/ncbook_pages.py")
 
 SETTINGS = '<script>const THEBE_JS_URL = "x";</script>'
 

@@ -4,18 +4,16 @@ rules each page still being rewritten fails listed in one place (NOT_YET)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("check_chapters", ROOT / "tools" / "check_chapters.py")
-cc = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("check_chapters", cc)
-_spec.loader.exec_module(cc)
+cc = load_tool("tools/check_chapters.py")
 
 # The rules each page still fails, with what it waits for. When a page's rewrite (or the notation renames of
 # the notation page) lands, remove the rules it now passes: the test fails on a rule listed here that passes

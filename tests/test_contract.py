@@ -32,7 +32,6 @@ import importlib
 import inspect
 import math
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 

@@ -10,9 +10,7 @@ A solution that is wrong by more than that rule allows fails (the last test), so
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,17 +21,14 @@ from threadpoolctl import threadpool_limits
 from ncbook.exercises import EXERCISES
 from ncbook.exercises._core import collect
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["nc_primer", "seli", "contrastive_imbalance", "weighted_contrastive", "inverse_reweighting", "mr2_margins"]
 
 
 def _tool():
-    if "assignments_tool" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["assignments_tool"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["assignments_tool"]
+    return load_tool("tools/assignments.py")
 
 
 def _solutions() -> dict[str, object]:

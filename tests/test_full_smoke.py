@@ -14,7 +14,6 @@ import resource
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -103,11 +102,9 @@ def test_full_profile_smoke(stem, tmp_path, capsys, request):
 
 def test_pack_data_round_trip(tmp_path):
     """tools/pack_data.py on a stand-in: the chapters' long-tailed subset comes back from the pack, same order."""
-    import importlib.util
+    from tool_loader import load_tool
 
-    spec = importlib.util.spec_from_file_location("pack_data", ROOT / "tools" / "pack_data.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool("tools/pack_data.py")
     src = data.write_cifar_standin(tmp_path / "download", train_per_class=20, test_per_class=4)
     archive = tool.pack(str(src), "cifar10", "lt:5", str(tmp_path / "gpu"), test_per_class=2)
     assert archive.name == "ncbook-cifar10.tar.xz" and archive.stat().st_size < 60 * 2**20

@@ -153,12 +153,9 @@ def small_gpu_subset(monkeypatch):
 
 
 def _pack_tool():
-    import importlib.util
+    from tool_loader import load_tool
 
-    spec = importlib.util.spec_from_file_location("pack_data", ROOT / "tools" / "pack_data.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+    return load_tool("tools/pack_data.py")
 
 
 def test_gpu_pack_gives_the_same_images_as_the_full_files(tmp_path, small_gpu_subset):

@@ -11,7 +11,6 @@ every CSV reads back with Python's ``csv``, and nothing outside the results fold
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import shutil
@@ -23,6 +22,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,12 +33,7 @@ import grading_cheats as cheats  # noqa: E402
 
 
 def _tool():
-    if "assignments_tool" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["assignments_tool"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["assignments_tool"]
+    return load_tool("tools/assignments.py")
 
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -126,9 +122,7 @@ def test_the_grader_reads_a_bounded_amount_and_is_never_held_by_silence(tmp_path
 
 
 def test_the_executed_notebook_kept_fits_its_budget():
-    spec = importlib.util.spec_from_file_location("grade_runner", ROOT / "tools" / "grade_runner.py")
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
+    runner = load_tool("tools/grade_runner.py")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"print({i})") for i in range(40)])
     for cell in nb.cells:
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * 15_000),

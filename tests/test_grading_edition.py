@@ -10,7 +10,6 @@ fail), and so does a sandbox that binds the real package over one of those place
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 from grading import edition, sandbox  # noqa: E402
@@ -28,12 +29,7 @@ from ncbook.exercises import EXERCISES  # noqa: E402
 
 
 def _tool():
-    if "assignments_tool" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["assignments_tool"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["assignments_tool"]
+    return load_tool("tools/assignments.py")
 
 
 def test_the_edition_removes_what_a_reference_runs_and_a_forbid_functions_module_never_the_checks():

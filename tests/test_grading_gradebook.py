@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import sys
 from decimal import Decimal
@@ -11,17 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 from grading import gradebook  # noqa: E402
 from grading.gradebook import Points, Roster  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("assignments_tool", ROOT / "tools" / "assignments.py")
-if "assignments_tool" not in sys.modules:
-    tool = importlib.util.module_from_spec(_spec)
-    sys.modules["assignments_tool"] = tool
-    _spec.loader.exec_module(tool)
-tool = sys.modules["assignments_tool"]
+tool = load_tool("tools/assignments.py")
 
 QUESTIONS = [tool.Question("ex-a-1", "Exercise 1.1", [tool.Part("alpha", "f", 1, 1)], 2),
              tool.Question("ex-a-2", "Exercise 1.2", [tool.Part("beta", "g", 1, 1)], None),

@@ -3,18 +3,15 @@ widget and its text bar), long silent cells listed; a failing cell is reported w
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("notebook_timing", ROOT / "tools" / "notebook_timing.py")
-nt = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("notebook_timing", nt)
-_spec.loader.exec_module(nt)
+nt = load_tool("tools/notebook_timing.py")
 
 
 def _notebook(*sources: str) -> nbformat.NotebookNode:

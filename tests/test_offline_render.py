@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("check_offline_render", ROOT / "tools" / "check_offline_render.py")
-cor = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cor)
+cor = load_tool("tools/check_offline_render.py")
 
 # What a page holds before its scripts run: raw TeX and the saved widget state, which mentions
 # "@jupyter-widgets" and "widget-slider"-like names only inside script text.

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ncbook import data, geometry, profiles
+from ncbook import data, profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 README = " ".join((ROOT / "README.md").read_text().split())  # whitespace normalised: phrases may wrap

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 import torchvision.transforms.v2 as T2

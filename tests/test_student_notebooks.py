@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import importlib.util
 import json
 import re
 import sys
@@ -17,11 +16,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tool_loader import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("student_notebooks", ROOT / "tools" / "student_notebooks.py")
-sn = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("student_notebooks", sn)   # dataclasses look their module up
-_spec.loader.exec_module(sn)
+sn = load_tool("tools/student_notebooks.py")
 
 HEADER = """\
 ---
