@@ -543,3 +543,17 @@ def test_book_page_passes_the_checklist(path):
     assert not unexpected, f"{path.stem} fails: " + "; ".join(f"{c}: {d}" for c, d in unexpected.items())
     now_passing = sorted(set(waiting) - set(failed))
     assert not now_passing, f"{path.stem} now passes {now_passing}: remove them from NOT_YET"
+
+
+def test_a_glue_key_written_by_two_cells_is_found(tmp_path):
+    """mystnb keeps one of two cells' values for a key (a warning that fails the -W build): the checklist names
+    the key before any build."""
+    assert _results(_repo(tmp_path, GOOD))["glue keys"].ok
+    chapter = GOOD.replace('glue("a_quick", "about a minute")', 'glue("a_quick", "about a minute")\n```\n\n'
+                           'Between.\n\n```{code-cell} ipython3\n:tags: [remove-cell]\n\nglue("a_quick", 2)')
+    result = _results(_repo(tmp_path / "twice", chapter))["glue keys"]
+    assert not result.ok and "a_quick" in result.detail
+
+
+def test_one_cell_may_glue_a_key_in_two_branches():
+    assert cc.glued_keys('if x:\n    glue("k", 1)\nelse:\n    glue("k", 2)\nput("j", 3)') == {"k", "j"}

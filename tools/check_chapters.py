@@ -946,6 +946,32 @@ def mixes_glue(source: str) -> bool:
     return glues and computes
 
 
+def glued_keys(source: str) -> set[str]:
+    """The literal keys a cell's ``glue``/``put`` calls write (a key glued in two branches of one cell counts once)."""
+    lines = [line for line in source.split("\n") if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set()
+    return {node.args[0].value for node in ast.walk(tree)
+            if _glue_call(node) and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)}
+
+
+def check_glue_keys(page: Page) -> list[Result]:
+    """No glue key written by two cells: the book build keeps one of them (a warning under -W) and the
+    sentences reading the key would quote whichever ran last."""
+    seen: dict[str, int] = {}
+    twice = set()
+    for cell in page.code:
+        for key in glued_keys(cell):
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1:
+                twice.add(key)
+    return [Result(page.stem, "glue keys", not twice,
+                   f"keys glued by two cells (rename one): {sorted(twice)}" if twice else "")]
+
+
 def check_glue_cells(page: Page) -> list[Result]:
     """No ``glue``/``put`` call in a cell a reader sees that also computes or draws.
 
@@ -1265,7 +1291,8 @@ def check_chapter(page: Page) -> list[Result]:
     for check in (check_frame, check_study_minutes, check_sources, check_recap, check_exercises, check_exercise_labels,
                   check_hints, check_retyping, check_answers, check_notation, check_symbols, check_terms,
                   check_statements, check_working_notes, check_headings, check_prompts, check_what_to_see,
-                  check_glue_order, check_progress, check_notebook_text, check_glue_cells, check_figures):
+                  check_glue_order, check_glue_keys, check_progress, check_notebook_text, check_glue_cells,
+                  check_figures):
         out += check(page)
     return out
 
@@ -1347,7 +1374,7 @@ def check_page(path: Path, root: Path = ROOT) -> list[Result]:
     if path.stem == "notation":
         out += check_notation_page(page)
     if page.code:
-        out += check_what_to_see(page) + check_glue_cells(page) + check_notebook_text(page)
+        out += check_what_to_see(page) + check_glue_cells(page) + check_glue_keys(page) + check_notebook_text(page)
     return out
 
 
