@@ -27,7 +27,7 @@ def three_point_shift(weights, tau):
     w = np.asarray(weights, dtype=float)
     a, b, c = -tau * np.log([w[0, 1], w[0, 2], w[1, 2]])
     s1, e2, p2 = a + b + c, a * b + b * c + c * a, a * a + b * b + c * c
-    return (-s1 + math.sqrt(max(s1 * s1 - 3 * (2 * e2 - p2), 0.0))) / 3  # 0 when equilateral
+    return (-s1 + math.sqrt(max(s1 * s1 - 3 * (2 * e2 - p2), 0.0))) / 3  # root term 0 for equal weights
 
 
 def three_point_shift_by_eigenvalues(weights, tau):
