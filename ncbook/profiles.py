@@ -410,8 +410,9 @@ _GPU_POOL = 14015          # CIFAR-10: the first max(n_c of CIFAR-10-LT IF 100, 
 _GPU_BALANCED = 5000       # CIFAR-10: the first 500 training images of each class
 _GPU_TEST = 5000           # CIFAR-10: the first 500 test images of each class
 _QUICK_SOURCE = ("measured: the book build with NCBOOK_PROFILE=quick on the 2 cores of an x86_64 machine of this "
-                 "project's CI kind, 2026-12-02, two chapters side by side (one core each, NCBOOK_WORKERS=1), "
-                 "nothing else running: a chapter alone, with both cores, takes at most this")
+                 "project's CI kind (AMD EPYC with AVX512-BF16), 2026-12-04, two chapters side by side (one core "
+                 "each, NCBOOK_WORKERS=1), nothing else running: a chapter alone, with both cores, takes at most "
+                 "this; a CPU without AVX512 takes up to about twice as long")
 
 
 def _fit(n: int, epochs: int, batch: int, n_eval: int, evals: int) -> tuple[int, int]:
@@ -505,7 +506,7 @@ PLANS = {
                      AMP=True, STEP_MAJ=500, STEP_MIN=50, UFM_STEPS=600, UFM_SEEDS=3),
          "full": dict(DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, NC_EVERY=13, AMP=True,
                       STEP_MAJ=5000, STEP_MIN=500, UFM_STEPS=600, UFM_SEEDS=3)},
-        _work_nc_primer, 35.0, _QUICK_SOURCE),
+        _work_nc_primer, 13.0, _QUICK_SOURCE),
     "seli": ChapterPlan(
         "seli",
         # read by ncbook.experiments.seli_setting: the UFM runs (C = 4, half minorities, R in RATIOS, NGD and GD
@@ -526,7 +527,7 @@ PLANS = {
                                                                     -1.6, -1.5, -1.4, -1.3)),
                       DATASET="cifar10", SUBSET=None, EPOCHS=200, BATCH=128, LR=0.1, WD=5e-4, EVAL_EVERY=5,
                       STEP_MAJ=5000, STEP_MIN=500, WIDTH=None, AMP=True)},
-        _work_seli, 55.0, _QUICK_SOURCE),
+        _work_seli, 18.0, _QUICK_SOURCE),
     "contrastive_imbalance": ChapterPlan(
         "contrastive_imbalance",
         {"quick": dict(DATASET="digits", SUBSET=None, N_MAJ=170, NET_STEPS=400, NET_BATCH=256, K_NET=4, PI_NET=(0.6, 0.9),
@@ -535,7 +536,7 @@ PLANS = {
                      K_GAP=64, N_GAP=800),
          "full": dict(DATASET="cifar10", SUBSET=None, N_MAJ=5000, NET_STEPS=20000, NET_BATCH=256, K_NET=4, PI_NET=(0.6, 0.9),
                       K_GAP=64, N_GAP=1000)},
-        _work_contrastive, 51.0, _QUICK_SOURCE),
+        _work_contrastive, 17.0, _QUICK_SOURCE),
     "weighted_contrastive": ChapterPlan(
         "weighted_contrastive",
         {"quick": dict(DATASET="digits", SUBSET=None, NET_COUNTS=[60] * 5 + [6] * 5, NET_STEPS=1000, NET_BATCH=128,
@@ -544,7 +545,7 @@ PLANS = {
                      REG_STEPS=800, REG_BATCH=512),
          "full": dict(DATASET="cifar10", SUBSET=None, NET_COUNTS=[5000] * 5 + [500] * 5, NET_STEPS=20000, NET_BATCH=1024,
                       REG_STEPS=20000, REG_BATCH=1024)},
-        _work_weighted, 67.0, _QUICK_SOURCE),
+        _work_weighted, 27.0, _QUICK_SOURCE),
     "inverse_reweighting": ChapterPlan(
         "inverse_reweighting",
         # quick: long-tailed digits (exponential profile), MLP 64-WIDTH-WIDTH-32 with BatchNorm, STEPS SGD steps a run
@@ -561,7 +562,7 @@ PLANS = {
          "full": dict(DATASETS=["cifar10", "cifar100"], SUBSET=None, IMBALANCE=100, SEEDS=[0, 1, 2], BATCH=128, LR=0.1,
                       WD=2e-4, EPOCHS=200, SCHEDULE="step", WARMUP=5, MILESTONES=(160, 180), EVAL_EVERY=1, AMP=True,
                       MANY=100, FEW=20)},
-        _work_inverse, 163.0, _QUICK_SOURCE),
+        _work_inverse, 36.0, _QUICK_SOURCE),
     "mr2_margins": ChapterPlan(
         "mr2_margins",
         # read by ncbook.experiments.mr2_setting; the quick profile runs digits with pixel noise and an MLP
@@ -574,7 +575,7 @@ PLANS = {
          "full": dict(DATASET="cifar100", SUBSET=None, NUM_CLASSES=100, NOISE=0.0, STEPS=200 * 390, BATCH=128, LR=0.1,
                       WD=5e-4, WARMUP=5, SEEDS=3, EMA=0.9, C_BARS=(0.5, 2.0), EMAS=(0.0, 0.99), AMP=True,
                       FIXED_MARGIN=1.0, LAMBDA_REP=0.1, COS_SCALE=16.0)},
-        _work_mr2, 64.0, _QUICK_SOURCE),
+        _work_mr2, 28.0, _QUICK_SOURCE),
 }
 
 

@@ -200,16 +200,20 @@ def test_measuring_changes_no_random_state_and_estimates_a_fit_within_a_factor_o
     torch.set_num_threads(1)
     x, y = torch.randn(512, 3, 32, 32), torch.arange(512) % 10
     make = lambda: models.resnet32(10)  # noqa: E731
-    before = _state()
-    tp = train.measure_fit(make, F.cross_entropy, (x, y), batch_size=64, augment=data.cifar_augment)
-    after = _state()
-    assert torch.equal(before[0], after[0]) and np.array_equal(before[1], after[1])
-    estimate = train.fit_seconds(tp, n=len(y), epochs=2, batch_size=64, n_eval=len(y))
-    t0 = time.perf_counter()
-    train.fit(make(), F.cross_entropy, (x, y), epochs=2, batch_size=64, augment=data.cifar_augment, progress=False,
-              nc_every=0)
-    measured = time.perf_counter() - t0
-    assert 0.5 < measured / estimate < 2, (measured, estimate, tp)
+    tries = []
+    for _ in range(3):   # a busy machine can change speed between probe and fit: a biased estimate fails all three
+        before = _state()
+        tp = train.measure_fit(make, F.cross_entropy, (x, y), batch_size=64, augment=data.cifar_augment)
+        after = _state()
+        assert torch.equal(before[0], after[0]) and np.array_equal(before[1], after[1])
+        estimate = train.fit_seconds(tp, n=len(y), epochs=2, batch_size=64, n_eval=len(y))
+        t0 = time.perf_counter()
+        train.fit(make(), F.cross_entropy, (x, y), epochs=2, batch_size=64, augment=data.cifar_augment,
+                  progress=False, nc_every=0)
+        tries.append((time.perf_counter() - t0, estimate))
+        if 0.5 < tries[-1][0] / estimate < 2:
+            break
+    assert any(0.5 < measured / estimate < 2 for measured, estimate in tries), tries
 
 
 def _files(folder: Path) -> dict:
