@@ -8,7 +8,7 @@ range and the value received. Private helpers trust their inputs.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -306,6 +306,24 @@ def check_positive(name: str, value: float, *, allow_inf: bool = False) -> float
     if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
         raise ValueError(f"{name} must be a positive finite number; got {value!r}.")
     return value
+
+
+def check_sequence(name: str, values: Any, check: Callable[[str, Any], Any], *, what: str = "numbers",
+                   one: str = "number", allow_empty: bool = False) -> tuple:
+    """Check ``values`` is a sequence (not a string) and each entry passes ``check("each entry of <name>", v)``.
+
+    ``what`` names the entries in the plural for the ``TypeError`` and ``one`` in the singular for the
+    ``ValueError`` of an empty sequence (refused unless ``allow_empty``). Returns the checked entries as a tuple.
+
+    >>> check_sequence("ratios", [10, 100], lambda n, v: check_int(n, v, 1), what="integers >= 1", one="integer >= 1")
+    (10, 100)
+    """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {what}; got {type(values).__name__} {values!r}.")
+    out = tuple(check(f"each entry of {name}", v) for v in values)
+    if not out and not allow_empty:
+        raise ValueError(f"{name} must hold at least one {one}; got an empty sequence.")
+    return out
 
 
 def check_nonnegative(name: str, value: float) -> float:

@@ -40,7 +40,8 @@ import torch
 from scipy.optimize import brentq
 
 from .. import profiles
-from .._validation import check_device, check_in, check_instance, check_int, check_path, check_positive
+from .._validation import check_device, check_in, check_instance, check_int, check_path, check_positive, \
+    check_sequence
 from ..contrastive import PAPER_THRESHOLDS, cl_risk, collapse_threshold, optimal_gram
 from ..geometry import etf_gram
 from ._core import Claim, ExperimentResult, Setting, Stopwatch, _in_torchrun, run_jobs, torch_threads
@@ -291,21 +292,12 @@ def collapse_points(ks=KS, temperatures=TEMPERATURES, *, classes=(3, 10), temper
 
 
 def _int_grid(name: str, values, minimum: int) -> tuple:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of integers >= {minimum}; got {type(values).__name__} {values!r}.")
-    out = tuple(check_int(f"each entry of {name}", v, minimum) for v in values)
-    if not out:
-        raise ValueError(f"{name} must hold at least one integer >= {minimum}; got an empty sequence.")
-    return out
+    return check_sequence(name, values, lambda n, v: check_int(n, v, minimum), what=f"integers >= {minimum}",
+                          one=f"integer >= {minimum}")
 
 
 def _float_grid(name: str, values) -> tuple:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of positive numbers; got {type(values).__name__} {values!r}.")
-    out = tuple(check_positive(f"each entry of {name}", v) for v in values)
-    if not out:
-        raise ValueError(f"{name} must hold at least one positive number; got an empty sequence.")
-    return out
+    return check_sequence(name, values, check_positive, what="positive numbers", one="positive number")
 
 
 # ----------------------------------------------------------------------------- batch-size negatives

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from .. import data, geometry, metrics, models, profiles, train, ufm
 from .._status import InaccurateSolutionWarning
 from .._validation import check_bool, check_callable, check_in, check_instance, check_int, check_nonnegative, \
-    check_path, check_positive
+    check_path, check_positive, check_sequence
 from ._core import Claim, ExperimentResult, Setting, Stopwatch, run_jobs, torch_threads
 from ._verdicts import Verdict, exceeds, matches
 
@@ -87,14 +87,6 @@ def _smoke(sizes: dict) -> dict:
             "EPOCHS": 2, "BATCH": 50, "EVAL_EVERY": 1, "STEP_MAJ": 20, "STEP_MIN": 4}
 
 
-def _sequence(name: str, values, check) -> tuple:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of numbers; got {type(values).__name__} {values!r}.")
-    out = tuple(check(f"each entry of {name}", v) for v in values)
-    if not out:
-        raise ValueError(f"{name} must hold at least one number; got an empty sequence.")
-    return out
-
 
 def _check_sizes(sizes: dict) -> dict:
     """The sizes, each checked (a clear message naming the size, what was expected and what arrived)."""
@@ -112,8 +104,8 @@ def _check_sizes(sizes: dict) -> dict:
         s[key] = check_positive(key, s[key])
     s["WD"] = check_nonnegative("WD", s["WD"])
     s["AMP"] = check_bool("AMP", s["AMP"])
-    s["RATIOS"] = _sequence("RATIOS", s["RATIOS"], lambda n, v: check_int(n, v, 1))
-    s["LAMBDAS"] = _sequence("LAMBDAS", s["LAMBDAS"], check_positive)
+    s["RATIOS"] = check_sequence("RATIOS", s["RATIOS"], lambda n, v: check_int(n, v, 1))
+    s["LAMBDAS"] = check_sequence("LAMBDAS", s["LAMBDAS"], check_positive)
     return s
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from .. import data, dgp, geometry, losses, metrics, models, profiles, train, ufm
-from .._validation import check_bool, check_int, check_path, check_positive
+from .._validation import check_bool, check_int, check_path, check_positive, check_sequence
 from ..book import save_result
 from ..train._checkpoint import load_checkpoint, save_checkpoint
 from ..train._fingerprint import tensor_digest
@@ -267,10 +267,8 @@ def supervised_prototypes(*, num_classes: int = 4, dim: int = 8, temperature: fl
     tau = check_positive("temperature", temperature)
     minority = check_int("minority", minority, 2, what="samples of each minority class")
     majority = check_int("majority", majority, minority + 1, what="samples of the majority class (more than minority)")
-    if isinstance(epsilon_factors, (str, bytes)) or not hasattr(epsilon_factors, "__iter__"):
-        raise TypeError(f"epsilon_factors must be a sequence of positive numbers; got {type(epsilon_factors).__name__} "
-                        f"{epsilon_factors!r}.")
-    factors = [check_positive("epsilon_factors", f) for f in epsilon_factors]
+    factors = list(check_sequence("epsilon_factors", epsilon_factors, check_positive, what="positive numbers",
+                                  allow_empty=True))
     seed = check_int("seed", seed, 0)
     progress = check_bool("progress", progress, allow_none=True)
     watch = Stopwatch()
